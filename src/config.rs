@@ -1,0 +1,663 @@
+//! `proxy.toml`: the raw serde mirror of the file, and the validated [`Config`] that runs.
+//!
+//! Parsing is two-staged: [`RawConfig`] mirrors the file exactly (`deny_unknown_fields`, every
+//! key defaulted), then [`Config::from_raw`] resolves addresses, compiles networks and rule
+//! files and checks limits. Every error, from either stage, names the file, the line and the
+//! key, because an operator editing a config on a gateway has nothing else to go on.
+//!
+//! The binary embeds the documented default (`proxy.toml` at the top of the repository) and
+//! parses it through the same path; a test asserts it validates.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ipnet::IpNet;
+use serde::Deserialize;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::CertificateDer;
+use toml::Spanned;
+
+use crate::html::rules::{RuleError, RuleSet};
+use crate::pipeline::{Output, Profile};
+
+/// The documented default configuration, built into the binary.
+pub const DEFAULT_TOML: &str = include_str!("../proxy.toml");
+
+/// Name under which [`DEFAULT_TOML`] is reported in errors.
+pub const DEFAULT_ORIGIN: &str = "<built-in proxy.toml>";
+
+/// A configuration mistake, located in its file.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("{path}: cannot read the config file: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A key is missing, unknown, of the wrong type or has an invalid value.
+    #[error("{origin}:{line}:{column}: key `{key}`: {message}")]
+    Invalid {
+        /// The file (or [`DEFAULT_ORIGIN`]).
+        origin: String,
+        /// 1-based line of the offending value.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// Dotted key path, e.g. `listener.allow`.
+        key: String,
+        /// What is wrong, in words.
+        message: String,
+    },
+    /// A rule file named by a profile is invalid.
+    #[error("{origin}:{line}: key `{key}`: {source}")]
+    Rules {
+        /// The config file that names the rule file.
+        origin: String,
+        /// Line of the naming key.
+        line: usize,
+        /// The key, e.g. `profiles.declutter.rules`.
+        key: String,
+        /// The rule file's own errors, each with its line.
+        #[source]
+        source: RuleError,
+    },
+}
+
+/// The file as written. Every field has a default, so an empty file is a valid config.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawConfig {
+    /// `[log]`.
+    pub log: RawLog,
+    /// `[[listener]]`.
+    pub listener: Vec<RawListener>,
+    /// `[upstream]`.
+    pub upstream: RawUpstream,
+    /// `[limits]`.
+    pub limits: RawLimits,
+    /// `[filters]`.
+    pub filters: RawFilters,
+    /// `[profiles.NAME]`.
+    pub profiles: BTreeMap<String, Spanned<RawProfile>>,
+}
+
+impl Default for RawConfig {
+    fn default() -> Self {
+        RawConfig {
+            log: RawLog::default(),
+            listener: Vec::new(),
+            upstream: RawUpstream::default(),
+            limits: RawLimits::default(),
+            filters: RawFilters::default(),
+            profiles: BTreeMap::new(),
+        }
+    }
+}
+
+/// `[log]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawLog {
+    /// Least severe level written.
+    pub level: Spanned<String>,
+}
+
+impl Default for RawLog {
+    fn default() -> Self {
+        RawLog { level: Spanned::new(0..0, "info".into()) }
+    }
+}
+
+/// One `[[listener]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawListener {
+    /// `ip:port`.
+    pub address: Spanned<String>,
+    /// Profile name.
+    #[serde(default)]
+    pub profile: Option<Spanned<String>>,
+    /// CIDR blocks of allowed clients.
+    #[serde(default)]
+    pub allow: Option<Spanned<Vec<String>>>,
+    /// Basic proxy authentication.
+    #[serde(default)]
+    pub auth: Option<Spanned<RawAuth>>,
+}
+
+/// `auth = { user, password }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAuth {
+    /// User name.
+    pub user: String,
+    /// Password.
+    pub password: String,
+}
+
+/// `[upstream]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawUpstream {
+    /// TCP+TLS connect budget.
+    pub connect_timeout_ms: u64,
+    /// Request sent → response head budget.
+    pub response_timeout_ms: u64,
+    /// Longest silence while reading a body.
+    pub body_idle_timeout_ms: u64,
+    /// Idle pooled connections live this long.
+    pub pool_idle_timeout_ms: u64,
+    /// Idle pooled connections per origin.
+    pub pool_max_idle_per_host: usize,
+    /// Extra PEM root files.
+    pub extra_root_certificates: Vec<Spanned<String>>,
+    /// Ports CONNECT may reach; empty = all.
+    pub connect_ports: Vec<u16>,
+}
+
+impl Default for RawUpstream {
+    fn default() -> Self {
+        RawUpstream {
+            connect_timeout_ms: 10_000,
+            response_timeout_ms: 30_000,
+            body_idle_timeout_ms: 60_000,
+            pool_idle_timeout_ms: 90_000,
+            pool_max_idle_per_host: 32,
+            extra_root_certificates: Vec::new(),
+            connect_ports: vec![443],
+        }
+    }
+}
+
+/// `[limits]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawLimits {
+    /// Simultaneous client connections.
+    pub max_connections: Spanned<usize>,
+    /// Budget for a complete request head; idle keep-alive wait.
+    pub header_read_timeout_ms: u64,
+    /// Largest request head.
+    pub max_header_bytes: Spanned<usize>,
+    /// Largest decoded page that is rewritten.
+    pub max_rewrite_bytes: Spanned<u64>,
+}
+
+impl Default for RawLimits {
+    fn default() -> Self {
+        RawLimits {
+            max_connections: Spanned::new(0..0, 1024),
+            header_read_timeout_ms: 15_000,
+            max_header_bytes: Spanned::new(0..0, 65_536),
+            max_rewrite_bytes: Spanned::new(0..0, 16 << 20),
+        }
+    }
+}
+
+/// `[filters]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawFilters {
+    /// Folder of rule files; empty = built-in.
+    pub dir: Spanned<String>,
+}
+
+impl Default for RawFilters {
+    fn default() -> Self {
+        RawFilters { dir: Spanned::new(0..0, String::new()) }
+    }
+}
+
+/// `[profiles.NAME]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawProfile {
+    /// Rule file name without `.rules`.
+    pub rules: Spanned<String>,
+    /// "html" or "text".
+    #[serde(default)]
+    pub output: Option<Spanned<String>>,
+}
+
+/// The validated configuration the proxy runs with.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Log level, as an `EnvFilter` directive.
+    pub log_level: String,
+    /// At least one listener.
+    pub listeners: Vec<ListenerConfig>,
+    /// Upstream client settings.
+    pub upstream: UpstreamConfig,
+    /// Resource limits.
+    pub limits: Limits,
+    /// Every profile by name, `pass` included.
+    pub profiles: BTreeMap<String, Arc<Profile>>,
+}
+
+/// One validated listener.
+#[derive(Debug, Clone)]
+pub struct ListenerConfig {
+    /// Where to bind.
+    pub address: SocketAddr,
+    /// Profile its clients get.
+    pub profile: Arc<Profile>,
+    /// Allowed client networks.
+    pub allow: Vec<IpNet>,
+    /// Required credentials, if any.
+    pub auth: Option<Credentials>,
+}
+
+/// Basic proxy-authentication credentials.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credentials {
+    /// User name.
+    pub user: String,
+    /// Password.
+    pub password: String,
+}
+
+impl fmt::Debug for Credentials {
+    // The password never reaches a log line.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Credentials").field("user", &self.user).finish_non_exhaustive()
+    }
+}
+
+/// Validated `[upstream]`.
+#[derive(Debug, Clone)]
+pub struct UpstreamConfig {
+    /// TCP+TLS connect budget.
+    pub connect_timeout: Duration,
+    /// Request → response head budget.
+    pub response_timeout: Duration,
+    /// Longest silence while reading a body.
+    pub body_idle_timeout: Duration,
+    /// Pooled idle connection lifetime.
+    pub pool_idle_timeout: Duration,
+    /// Pooled idle connections per origin.
+    pub pool_max_idle_per_host: usize,
+    /// DER root certificates added to the web PKI roots.
+    pub extra_roots: Vec<CertificateDer<'static>>,
+    /// Ports CONNECT may reach; empty = all.
+    pub connect_ports: Vec<u16>,
+}
+
+/// Validated `[limits]`.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Simultaneous client connections.
+    pub max_connections: usize,
+    /// Budget for a request head.
+    pub header_read_timeout: Duration,
+    /// Largest request head.
+    pub max_header_bytes: usize,
+    /// Largest decoded page rewritten.
+    pub max_rewrite_bytes: u64,
+}
+
+impl Config {
+    /// The built-in default configuration.
+    pub fn embedded_default() -> Result<Config, ConfigError> {
+        Config::from_toml_str(DEFAULT_TOML, DEFAULT_ORIGIN, None)
+    }
+
+    /// Reads and validates a config file. Relative paths inside it resolve against its folder.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
+        Config::from_toml_str(&text, &path.display().to_string(), path.parent())
+    }
+
+    /// Parses and validates config text; `origin` names it in errors, `base` resolves
+    /// relative paths (the working directory when `None`).
+    pub fn from_toml_str(text: &str, origin: &str, base: Option<&Path>) -> Result<Config, ConfigError> {
+        let raw: RawConfig = toml::from_str(text).map_err(|e| {
+            let span = e.span().unwrap_or(0..0);
+            invalid(text, origin, span, None, e.message().to_string())
+        })?;
+        Validator { text, origin, base: base.unwrap_or(Path::new("")) }.config(raw)
+    }
+}
+
+/// Stage two: raw values to checked ones, with the file text at hand for locating errors.
+struct Validator<'a> {
+    text: &'a str,
+    origin: &'a str,
+    base: &'a Path,
+}
+
+impl Validator<'_> {
+    fn err(&self, span: std::ops::Range<usize>, key: &str, message: impl Into<String>) -> ConfigError {
+        invalid(self.text, self.origin, span, Some(key), message.into())
+    }
+
+    fn config(&self, raw: RawConfig) -> Result<Config, ConfigError> {
+        let log_level = self.log_level(&raw.log.level)?;
+        let profiles = self.profiles(&raw.filters, &raw.profiles)?;
+        let mut listeners = Vec::new();
+        for l in &raw.listener {
+            listeners.push(self.listener(l, &profiles)?);
+        }
+        if listeners.is_empty() {
+            return Err(self.err(0..0, "listener", "at least one [[listener]] is required"));
+        }
+        Ok(Config {
+            log_level,
+            listeners,
+            upstream: self.upstream(&raw.upstream)?,
+            limits: self.limits(&raw.limits)?,
+            profiles,
+        })
+    }
+
+    fn log_level(&self, level: &Spanned<String>) -> Result<String, ConfigError> {
+        match level.get_ref().as_str() {
+            l @ ("error" | "warn" | "info" | "debug" | "trace") => Ok(l.to_string()),
+            other => Err(self.err(
+                level.span(),
+                "log.level",
+                format!("unknown level {other:?}; use error, warn, info, debug or trace"),
+            )),
+        }
+    }
+
+    fn profiles(
+        &self,
+        filters: &RawFilters,
+        raw: &BTreeMap<String, Spanned<RawProfile>>,
+    ) -> Result<BTreeMap<String, Arc<Profile>>, ConfigError> {
+        let mut out = BTreeMap::new();
+        out.insert("pass".to_string(), Arc::new(Profile::pass()));
+        // The documented profiles exist even in a config that does not spell them out, so
+        // that "every key is optional" holds; a [profiles.NAME] table replaces them.
+        for (name, output) in [("declutter", Output::Html), ("text", Output::Text)] {
+            if !raw.contains_key(name) {
+                let rules = self.implicit_rules(filters, &format!("profiles.{name}.rules"))?;
+                out.insert(name.to_string(), Arc::new(Profile::new(name, Arc::new(rules), output)));
+            }
+        }
+        for (name, p) in raw {
+            let key = format!("profiles.{name}");
+            if name == "pass" {
+                return Err(self.err(p.span(), &key, "`pass` is built in and cannot be redefined"));
+            }
+            let p = p.get_ref();
+            let output = match p.output.as_ref().map(|o| o.get_ref().as_str()) {
+                None | Some("html") => Output::Html,
+                Some("text") => Output::Text,
+                Some(other) => {
+                    let span = p.output.as_ref().map(Spanned::span).unwrap_or(0..0);
+                    return Err(self.err(span, &format!("{key}.output"), format!("unknown output {other:?}; use \"html\" or \"text\"")));
+                }
+            };
+            let rules = self.rules(filters, &p.rules, &format!("{key}.rules"))?;
+            out.insert(name.clone(), Arc::new(Profile::new(name, Arc::new(rules), output)));
+        }
+        Ok(out)
+    }
+
+    /// Rules of a profile the file does not define: `declutter.rules` from `filters.dir` when
+    /// it has one, else the built-in file.
+    fn implicit_rules(&self, filters: &RawFilters, key: &str) -> Result<RuleSet, ConfigError> {
+        let name = Spanned::new(0..0, "declutter".to_string());
+        let dir = filters.dir.get_ref();
+        if !dir.is_empty() && self.base.join(dir).join("declutter.rules").exists() {
+            return self.rules(filters, &name, key);
+        }
+        Ok(RuleSet::builtin("declutter").expect("the declutter rules are built in"))
+    }
+
+    fn rules(&self, filters: &RawFilters, name: &Spanned<String>, key: &str) -> Result<RuleSet, ConfigError> {
+        let file = name.get_ref();
+        if file.is_empty() || file.contains(['/', '\\']) || file.starts_with('.') {
+            return Err(self.err(name.span(), key, format!("{file:?} is not a rule file name (a name like \"declutter\", without folder or extension)")));
+        }
+        let wrap = |source| ConfigError::Rules {
+            origin: self.origin.to_string(),
+            line: line_col(self.text, name.span().start).0,
+            key: key.to_string(),
+            source,
+        };
+        let dir = filters.dir.get_ref();
+        if dir.is_empty() {
+            return RuleSet::builtin(file).ok_or_else(|| {
+                self.err(name.span(), key, format!("no built-in rule file {file:?}; set filters.dir to a folder holding {file}.rules"))
+            });
+        }
+        RuleSet::parse(&self.base.join(dir).join(format!("{file}.rules"))).map_err(wrap)
+    }
+
+    fn listener(&self, l: &RawListener, profiles: &BTreeMap<String, Arc<Profile>>) -> Result<ListenerConfig, ConfigError> {
+        let address: SocketAddr = l.address.get_ref().parse().map_err(|_| {
+            self.err(l.address.span(), "listener.address", format!("{:?} is not an IP:port address (e.g. \"127.0.0.1:8080\" or \"[::1]:8080\")", l.address.get_ref()))
+        })?;
+        let profile = match &l.profile {
+            None => profiles.get("declutter").or_else(|| profiles.get("pass")).cloned().expect("`pass` is always defined"),
+            Some(p) => profiles.get(p.get_ref()).cloned().ok_or_else(|| {
+                let known: Vec<&str> = profiles.keys().map(String::as_str).collect();
+                self.err(p.span(), "listener.profile", format!("unknown profile {:?}; defined: {}", p.get_ref(), known.join(", ")))
+            })?,
+        };
+        let allow = match &l.allow {
+            None => vec!["127.0.0.0/8".parse().expect("literal"), "::1/128".parse().expect("literal")],
+            Some(list) => self.networks(list)?,
+        };
+        let auth = l.auth.as_ref().map(|a| Credentials { user: a.get_ref().user.clone(), password: a.get_ref().password.clone() });
+        if let Some(a) = &l.auth {
+            if a.get_ref().user.is_empty() || a.get_ref().user.contains(':') {
+                return Err(self.err(a.span(), "listener.auth.user", "the user name must be non-empty and contain no ':'"));
+            }
+        }
+        self.check_not_open(address, &allow, auth.is_some(), l)?;
+        Ok(ListenerConfig { address, profile, allow, auth })
+    }
+
+    /// Refuses a configuration that would make an open proxy: a listener that accepts every
+    /// address on the internet with no credentials.
+    fn check_not_open(&self, address: SocketAddr, allow: &[IpNet], auth: bool, l: &RawListener) -> Result<(), ConfigError> {
+        let everyone = allow.iter().any(|n| n.prefix_len() == 0);
+        if everyone && !auth && !address.ip().is_loopback() {
+            let span = l.allow.as_ref().map(Spanned::span).unwrap_or(l.address.span());
+            return Err(self.err(span, "listener.allow", "allowing every address without `auth` on a non-loopback listener would make an open proxy; list your networks or set auth"));
+        }
+        Ok(())
+    }
+
+    fn networks(&self, list: &Spanned<Vec<String>>) -> Result<Vec<IpNet>, ConfigError> {
+        list.get_ref()
+            .iter()
+            .map(|s| {
+                s.parse::<IpNet>()
+                    .or_else(|_| s.parse::<IpAddr>().map(IpNet::from))
+                    .map(|n| n.trunc())
+                    .map_err(|_| self.err(list.span(), "listener.allow", format!("{s:?} is not a network (e.g. \"192.168.1.0/24\") or an IP address")))
+            })
+            .collect()
+    }
+
+    fn upstream(&self, u: &RawUpstream) -> Result<UpstreamConfig, ConfigError> {
+        let mut extra_roots = Vec::new();
+        for path in &u.extra_root_certificates {
+            let key = "upstream.extra_root_certificates";
+            let full = self.base.join(path.get_ref());
+            let pem = std::fs::read(&full).map_err(|e| self.err(path.span(), key, format!("cannot read {}: {e}", full.display())))?;
+            let certs: Result<Vec<_>, _> = CertificateDer::pem_slice_iter(&pem).collect();
+            let certs = certs.map_err(|e| self.err(path.span(), key, format!("{}: invalid PEM: {e}", full.display())))?;
+            if certs.is_empty() {
+                return Err(self.err(path.span(), key, format!("{} holds no PEM certificate", full.display())));
+            }
+            extra_roots.extend(certs);
+        }
+        Ok(UpstreamConfig {
+            connect_timeout: Duration::from_millis(u.connect_timeout_ms),
+            response_timeout: Duration::from_millis(u.response_timeout_ms),
+            body_idle_timeout: Duration::from_millis(u.body_idle_timeout_ms),
+            pool_idle_timeout: Duration::from_millis(u.pool_idle_timeout_ms),
+            pool_max_idle_per_host: u.pool_max_idle_per_host,
+            extra_roots,
+            connect_ports: u.connect_ports.clone(),
+        })
+    }
+
+    fn limits(&self, l: &RawLimits) -> Result<Limits, ConfigError> {
+        if *l.max_connections.get_ref() == 0 {
+            return Err(self.err(l.max_connections.span(), "limits.max_connections", "must be at least 1"));
+        }
+        if *l.max_header_bytes.get_ref() < 8192 {
+            return Err(self.err(l.max_header_bytes.span(), "limits.max_header_bytes", "must be at least 8192"));
+        }
+        if *l.max_rewrite_bytes.get_ref() == 0 {
+            return Err(self.err(l.max_rewrite_bytes.span(), "limits.max_rewrite_bytes", "must be at least 1"));
+        }
+        Ok(Limits {
+            max_connections: *l.max_connections.get_ref(),
+            header_read_timeout: Duration::from_millis(l.header_read_timeout_ms),
+            max_header_bytes: *l.max_header_bytes.get_ref(),
+            max_rewrite_bytes: *l.max_rewrite_bytes.get_ref(),
+        })
+    }
+}
+
+/// Builds a located error. When `key` is unknown (serde's own errors), it is recovered from
+/// the text: the `[table]` above the span plus the `key =` on the span's line.
+fn invalid(text: &str, origin: &str, span: std::ops::Range<usize>, key: Option<&str>, message: String) -> ConfigError {
+    let (line, column) = line_col(text, span.start);
+    let key = key.map(str::to_string).unwrap_or_else(|| key_at(text, span.start));
+    ConfigError::Invalid { origin: origin.to_string(), line, column, key, message: message.trim().to_string() }
+}
+
+/// 1-based line and column of a byte offset.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..floor_char_boundary(text, offset)];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+fn floor_char_boundary(text: &str, mut offset: usize) -> usize {
+    offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}
+
+/// The dotted key an offset belongs to, e.g. `upstream.connect_timeout_ms`.
+fn key_at(text: &str, offset: usize) -> String {
+    let before = &text[..floor_char_boundary(text, offset)];
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text[line_start..].find('\n').map_or(text.len(), |i| line_start + i);
+    let line = &text[line_start..line_end];
+    let local = line.split_once('=').map(|(k, _)| k.trim().trim_matches('"').to_string());
+    let table = before[..line_start]
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('['))
+        .map(|l| l.trim_matches(|c| c == '[' || c == ']').trim().to_string());
+    let header = line.trim();
+    match (table, local) {
+        _ if header.starts_with('[') => header.trim_matches(|c| c == '[' || c == ']').trim().to_string(),
+        (Some(t), Some(k)) => format!("{t}.{k}"),
+        (None, Some(k)) => k,
+        (Some(t), None) => t,
+        (None, None) => "(top level)".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::from_toml_str(text, "test.toml", None)
+    }
+
+    fn error_of(text: &str) -> String {
+        parse(text).expect_err("config should be rejected").to_string()
+    }
+
+    #[test]
+    fn embedded_default_validates() {
+        let c = Config::embedded_default().expect("the built-in proxy.toml is valid");
+        assert_eq!(c.listeners.len(), 1);
+        assert_eq!(c.listeners[0].address, "127.0.0.1:8080".parse().unwrap());
+        assert_eq!(c.listeners[0].profile.name, "declutter");
+        assert!(c.profiles.contains_key("pass") && c.profiles.contains_key("text"));
+        assert_eq!(c.limits.max_rewrite_bytes, 16 << 20);
+        assert_eq!(c.upstream.connect_ports, vec![443]);
+    }
+
+    #[test]
+    fn listener_defaults_to_loopback_allow_list() {
+        let c = parse("[[listener]]\naddress = \"127.0.0.1:0\"\nprofile = \"pass\"\n").unwrap();
+        let allow = &c.listeners[0].allow;
+        assert!(allow.iter().any(|n| n.contains(&"127.0.0.1".parse::<IpAddr>().unwrap())));
+        assert!(!allow.iter().any(|n| n.contains(&"10.0.0.1".parse::<IpAddr>().unwrap())));
+    }
+
+    macro_rules! rejected {
+        ($name:ident, $text:expr, $($needle:expr),+) => {
+            #[test]
+            fn $name() {
+                let err = error_of($text);
+                $(assert!(err.contains($needle), "{err:?} should contain {:?}", $needle);)+
+            }
+        };
+    }
+
+    rejected!(unknown_key_named, "[upstream]\nconect_timeout_ms = 5\n", "test.toml:2:", "upstream.conect_timeout_ms", "unknown field");
+    rejected!(wrong_type_named, "[limits]\n\nmax_connections = \"many\"\n", "test.toml:3:", "limits.max_connections");
+    rejected!(bad_address, "[[listener]]\naddress = \"localhost\"\n", "test.toml:2:", "listener.address");
+    rejected!(bad_network, "[[listener]]\naddress = \"127.0.0.1:1\"\nallow = [\"10.0.0.0/33\"]\n", "test.toml:3:", "listener.allow");
+    rejected!(unknown_profile, "[[listener]]\naddress = \"127.0.0.1:1\"\nprofile = \"nope\"\n", "test.toml:3:", "unknown profile");
+    rejected!(open_proxy, "[[listener]]\naddress = \"0.0.0.0:8080\"\nallow = [\"0.0.0.0/0\"]\n", "open proxy");
+    rejected!(no_listener, "[log]\nlevel = \"info\"\n", "at least one [[listener]]");
+    rejected!(bad_level, "[log]\nlevel = \"loud\"\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "log.level");
+    rejected!(pass_redefined, "[profiles.pass]\nrules = \"declutter\"\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "profiles.pass");
+    rejected!(bad_output, "[profiles.x]\nrules = \"declutter\"\noutput = \"pdf\"\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:3:", "profiles.x.output");
+    rejected!(missing_rules, "[profiles.x]\nrules = \"nosuch\"\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "profiles.x.rules");
+    rejected!(bad_toml, "[[listener]\naddress = 1\n", "test.toml:1:");
+
+    #[test]
+    fn documented_profiles_exist_without_being_spelled_out() {
+        let c = parse("[[listener]]\naddress = \"127.0.0.1:0\"\n").unwrap();
+        assert_eq!(c.listeners[0].profile.name, "declutter");
+        assert!(!c.listeners[0].profile.rules.is_empty());
+        assert_eq!(c.profiles["text"].output, Output::Text);
+    }
+
+    #[test]
+    fn lan_listener_with_allow_list_is_fine() {
+        let c = parse("[[listener]]\naddress = \"0.0.0.0:8080\"\nallow = [\"192.168.1.0/24\", \"10.1.2.3\"]\n").unwrap();
+        assert_eq!(c.listeners[0].allow.len(), 2);
+    }
+
+    #[test]
+    fn credentials_never_debug_print_the_password() {
+        let c = Credentials { user: "u".into(), password: "secret".into() };
+        assert!(!format!("{c:?}").contains("secret"));
+    }
+
+    #[test]
+    fn rule_files_from_a_folder_report_their_own_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("mine.rules"), "remove script\nfrobnicate x\n").unwrap();
+        let text = format!(
+            "[filters]\ndir = {:?}\n[profiles.mine]\nrules = \"mine\"\n[[listener]]\naddress = \"127.0.0.1:1\"\nprofile = \"mine\"\n",
+            dir.path().display().to_string()
+        );
+        let err = parse(&text).expect_err("bad rule file");
+        let shown = format!("{err}: {}", std::error::Error::source(&err).map(|s| s.to_string()).unwrap_or_default());
+        assert!(shown.contains("test.toml:4"), "{shown}");
+        assert!(shown.contains(":2"), "{shown}");
+    }
+}

@@ -1,0 +1,532 @@
+//! Building a [`Tree`]: html5ever's tree builder drives a [`TreeSink`] over a linked build arena,
+//! which is then flattened into the tree's pre-order arrays.
+//!
+//! The tree builder moves nodes after creating them (adoption agency, foster parenting,
+//! `reparent_children`), so the build arena keeps doubly linked siblings that make those moves
+//! O(1). Once parsing is over nothing moves any more, and [`flatten`] lays the nodes out in
+//! document order with all character data in one buffer. The sink's methods take `&self`, so
+//! the arena sits in a `RefCell`; no borrow outlives a method, because element names are handed
+//! out as owned (cheaply cloned, interned) atoms.
+//!
+//! html5ever runs with its defaults, scripting enabled as in a browser, so `<noscript>` content
+//! is raw text, as a reader with scripts on would get it.
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+
+use markup5ever::interface::tree_builder::{ElemName, ElementFlags, NodeOrText, QuirksMode};
+use markup5ever::interface::TreeSink;
+use markup5ever::tendril::{StrTendril, TendrilSink};
+use markup5ever::{ns, Attribute, LocalName, Namespace, QualName};
+
+use super::{Attr, Element, Node, NodeKind, Ns, Span, Tree, NONE};
+
+/// Parses `html` into a tree whose flags and statistics are still empty.
+pub(super) fn parse(html: &str) -> Tree {
+    let sink = Sink::default();
+    // Real pages hold about one node per 50 to 100 bytes; reserving avoids most regrowth.
+    sink.nodes.borrow_mut().reserve(html.len() / 64);
+    html5ever::parse_document(sink, html5ever::ParseOpts::default()).one(StrTendril::from(html))
+}
+
+/// The parent/child/sibling links of a build node, [`NONE`] where absent.
+#[derive(Clone, Copy)]
+struct Links {
+    parent: u32,
+    first_child: u32,
+    last_child: u32,
+    prev: u32,
+    next: u32,
+}
+
+const UNLINKED: Links = Links {
+    parent: NONE,
+    first_child: NONE,
+    last_child: NONE,
+    prev: NONE,
+    next: NONE,
+};
+
+/// What a build node holds: html5ever's own values, converted once in [`flatten`].
+enum Data {
+    Document,
+    /// The contents of a `<template>`, merged into the element when flattening.
+    Fragment,
+    Doctype(String),
+    Element {
+        name: QualName,
+        attrs: Vec<Attribute>,
+        /// The template contents fragment, [`NONE`] for other elements.
+        template: u32,
+        mathml_integration_point: bool,
+    },
+    Text(StrTendril),
+    Comment(StrTendril),
+}
+
+struct BuildNode {
+    links: Links,
+    data: Data,
+}
+
+/// The [`TreeSink`]: node handles are indices into the build arena.
+struct Sink {
+    nodes: RefCell<Vec<BuildNode>>,
+}
+
+impl Default for Sink {
+    fn default() -> Self {
+        let document = BuildNode {
+            links: UNLINKED,
+            data: Data::Document,
+        };
+        Sink {
+            nodes: RefCell::new(vec![document]),
+        }
+    }
+}
+
+/// An element name handed to the tree builder: owned so that no `RefCell` borrow escapes.
+#[derive(Debug)]
+struct OwnedName {
+    ns: Namespace,
+    local: LocalName,
+}
+
+impl ElemName for OwnedName {
+    fn ns(&self) -> &Namespace {
+        &self.ns
+    }
+
+    fn local_name(&self) -> &LocalName {
+        &self.local
+    }
+}
+
+impl Sink {
+    fn push(&self, data: Data) -> u32 {
+        let mut nodes = self.nodes.borrow_mut();
+        nodes.push(BuildNode {
+            links: UNLINKED,
+            data,
+        });
+        (nodes.len() - 1) as u32
+    }
+
+    /// Appends `text` to `target` if it is a text node; returns whether it was.
+    fn merge_text(nodes: &mut [BuildNode], target: u32, text: &StrTendril) -> bool {
+        match nodes.get_mut(target as usize).map(|n| &mut n.data) {
+            Some(Data::Text(existing)) => {
+                existing.push_tendril(text);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn node_for(&self, child: NodeOrText<u32>) -> u32 {
+        match child {
+            NodeOrText::AppendNode(node) => node,
+            NodeOrText::AppendText(text) => self.push(Data::Text(text)),
+        }
+    }
+}
+
+/// Link surgery on the build arena; every index comes from the tree builder, which only holds
+/// handles this sink gave out.
+fn detach(nodes: &mut [BuildNode], id: u32) {
+    let Links {
+        parent, prev, next, ..
+    } = nodes[id as usize].links;
+    if prev != NONE {
+        nodes[prev as usize].links.next = next;
+    } else if parent != NONE {
+        nodes[parent as usize].links.first_child = next;
+    }
+    if next != NONE {
+        nodes[next as usize].links.prev = prev;
+    } else if parent != NONE {
+        nodes[parent as usize].links.last_child = prev;
+    }
+    let links = &mut nodes[id as usize].links;
+    links.parent = NONE;
+    links.prev = NONE;
+    links.next = NONE;
+}
+
+fn append_child(nodes: &mut [BuildNode], parent: u32, child: u32) {
+    detach(nodes, child);
+    let last = nodes[parent as usize].links.last_child;
+    if last == NONE {
+        nodes[parent as usize].links.first_child = child;
+    } else {
+        nodes[last as usize].links.next = child;
+    }
+    nodes[parent as usize].links.last_child = child;
+    let links = &mut nodes[child as usize].links;
+    links.parent = parent;
+    links.prev = last;
+}
+
+fn insert_before(nodes: &mut [BuildNode], sibling: u32, child: u32) {
+    detach(nodes, child);
+    let Links { parent, prev, .. } = nodes[sibling as usize].links;
+    if prev == NONE {
+        if parent != NONE {
+            nodes[parent as usize].links.first_child = child;
+        }
+    } else {
+        nodes[prev as usize].links.next = child;
+    }
+    nodes[sibling as usize].links.prev = child;
+    let links = &mut nodes[child as usize].links;
+    links.parent = parent;
+    links.prev = prev;
+    links.next = sibling;
+}
+
+impl TreeSink for Sink {
+    type Handle = u32;
+    type Output = Tree;
+    type ElemName<'a> = OwnedName;
+
+    fn finish(self) -> Tree {
+        flatten(self.nodes.into_inner())
+    }
+
+    fn parse_error(&self, _msg: Cow<'static, str>) {}
+
+    fn get_document(&self) -> u32 {
+        0
+    }
+
+    fn elem_name<'a>(&'a self, target: &'a u32) -> OwnedName {
+        match self.nodes.borrow().get(*target as usize).map(|n| &n.data) {
+            Some(Data::Element { name, .. }) => OwnedName {
+                ns: name.ns.clone(),
+                local: name.local.clone(),
+            },
+            // The tree builder only asks for names of elements; an empty name matches nothing.
+            _ => OwnedName {
+                ns: ns!(),
+                local: LocalName::from(""),
+            },
+        }
+    }
+
+    fn create_element(&self, name: QualName, attrs: Vec<Attribute>, flags: ElementFlags) -> u32 {
+        let template = if flags.template {
+            self.push(Data::Fragment)
+        } else {
+            NONE
+        };
+        let mathml_integration_point = flags.mathml_annotation_xml_integration_point;
+        self.push(Data::Element {
+            name,
+            attrs,
+            template,
+            mathml_integration_point,
+        })
+    }
+
+    fn create_comment(&self, text: StrTendril) -> u32 {
+        self.push(Data::Comment(text))
+    }
+
+    /// HTML parsing never produces processing instructions; kept as a comment if it ever does.
+    fn create_pi(&self, target: StrTendril, data: StrTendril) -> u32 {
+        let mut text = StrTendril::from("?");
+        text.push_tendril(&target);
+        text.push_char(' ');
+        text.push_tendril(&data);
+        self.push(Data::Comment(text))
+    }
+
+    fn append(&self, parent: &u32, child: NodeOrText<u32>) {
+        if let NodeOrText::AppendText(text) = &child {
+            let mut nodes = self.nodes.borrow_mut();
+            let last = nodes[*parent as usize].links.last_child;
+            if Self::merge_text(&mut nodes, last, text) {
+                return;
+            }
+        }
+        let child = self.node_for(child);
+        append_child(&mut self.nodes.borrow_mut(), *parent, child);
+    }
+
+    fn append_based_on_parent_node(
+        &self,
+        element: &u32,
+        prev_element: &u32,
+        child: NodeOrText<u32>,
+    ) {
+        let has_parent = self.nodes.borrow()[*element as usize].links.parent != NONE;
+        if has_parent {
+            self.append_before_sibling(element, child);
+        } else {
+            self.append(prev_element, child);
+        }
+    }
+
+    fn append_doctype_to_document(
+        &self,
+        name: StrTendril,
+        public_id: StrTendril,
+        system_id: StrTendril,
+    ) {
+        let doctype = self.push(Data::Doctype(doctype_text(&name, &public_id, &system_id)));
+        append_child(&mut self.nodes.borrow_mut(), 0, doctype);
+    }
+
+    fn get_template_contents(&self, target: &u32) -> u32 {
+        match self.nodes.borrow()[*target as usize].data {
+            Data::Element { template, .. } if template != NONE => template,
+            // Only called for templates; the element itself is a harmless stand-in.
+            _ => *target,
+        }
+    }
+
+    fn same_node(&self, x: &u32, y: &u32) -> bool {
+        x == y
+    }
+
+    /// The mode follows from the doctype, which the tree keeps; nothing else needs it.
+    fn set_quirks_mode(&self, _mode: QuirksMode) {}
+
+    fn append_before_sibling(&self, sibling: &u32, child: NodeOrText<u32>) {
+        if let NodeOrText::AppendText(text) = &child {
+            let mut nodes = self.nodes.borrow_mut();
+            let prev = nodes[*sibling as usize].links.prev;
+            if Self::merge_text(&mut nodes, prev, text) {
+                return;
+            }
+        }
+        let child = self.node_for(child);
+        insert_before(&mut self.nodes.borrow_mut(), *sibling, child);
+    }
+
+    fn add_attrs_if_missing(&self, target: &u32, attrs: Vec<Attribute>) {
+        let mut nodes = self.nodes.borrow_mut();
+        if let Data::Element {
+            attrs: existing, ..
+        } = &mut nodes[*target as usize].data
+        {
+            for attr in attrs {
+                if !existing.iter().any(|e| e.name == attr.name) {
+                    existing.push(attr);
+                }
+            }
+        }
+    }
+
+    fn remove_from_parent(&self, target: &u32) {
+        detach(&mut self.nodes.borrow_mut(), *target);
+    }
+
+    fn reparent_children(&self, node: &u32, new_parent: &u32) {
+        let mut nodes = self.nodes.borrow_mut();
+        let mut child = nodes[*node as usize].links.first_child;
+        while child != NONE {
+            let next = nodes[child as usize].links.next;
+            append_child(&mut nodes, *new_parent, child);
+            child = next;
+        }
+    }
+
+    fn is_mathml_annotation_xml_integration_point(&self, handle: &u32) -> bool {
+        matches!(
+            self.nodes.borrow()[*handle as usize].data,
+            Data::Element {
+                mathml_integration_point: true,
+                ..
+            }
+        )
+    }
+}
+
+/// What goes between `<!DOCTYPE ` and `>`: the name and the identifiers that decide the quirks
+/// mode, so that a serialised page parses in the same mode.
+fn doctype_text(name: &str, public_id: &str, system_id: &str) -> String {
+    fn quoted(out: &mut String, id: &str) {
+        let quote = if id.contains('"') { '\'' } else { '"' };
+        out.push(' ');
+        out.push(quote);
+        out.push_str(id);
+        out.push(quote);
+    }
+    let mut text = String::from(name);
+    if !public_id.is_empty() {
+        text.push_str(" PUBLIC");
+        quoted(&mut text, public_id);
+        if !system_id.is_empty() {
+            quoted(&mut text, system_id);
+        }
+    } else if !system_id.is_empty() {
+        text.push_str(" SYSTEM");
+        quoted(&mut text, system_id);
+    }
+    text
+}
+
+/// Lays the build arena out in document order: template contents become children of their
+/// template, detached nodes are dropped, character data moves into one buffer.
+fn flatten(mut nodes: Vec<BuildNode>) -> Tree {
+    adopt_template_contents(&mut nodes);
+    let (chars, attrs) = sizes(&nodes);
+    let mut tree = Tree {
+        nodes: Vec::with_capacity(nodes.len()),
+        chars: String::with_capacity(chars),
+        attrs: Vec::with_capacity(attrs),
+        flags: Vec::new(),
+        stats: Vec::new(),
+    };
+    let mut new_index = vec![NONE; nodes.len()];
+    let mut current = 0u32;
+    loop {
+        let links = nodes[current as usize].links;
+        let parent = if links.parent == NONE {
+            NONE
+        } else {
+            new_index[links.parent as usize]
+        };
+        new_index[current as usize] = tree.nodes.len() as u32;
+        let data = std::mem::replace(&mut nodes[current as usize].data, Data::Fragment);
+        let kind = convert(&mut tree, data);
+        tree.nodes.push(Node {
+            parent,
+            end: 0,
+            kind,
+        });
+        match next_in_document_order(&nodes, current) {
+            Some(next) => current = next,
+            None => break,
+        }
+    }
+    compute_ends(&mut tree.nodes);
+    tree
+}
+
+/// The bytes of character data and the number of attributes in the build arena, an upper
+/// bound for the tree (detached nodes are dropped), so that its buffers are allocated once.
+fn sizes(nodes: &[BuildNode]) -> (usize, usize) {
+    let (mut chars, mut attrs) = (0, 0);
+    for node in nodes {
+        match &node.data {
+            Data::Text(text) | Data::Comment(text) => chars += text.len(),
+            Data::Doctype(text) => chars += text.len(),
+            Data::Element { attrs: list, .. } => {
+                attrs += list.len();
+                chars += list.iter().map(|a| a.value.len()).sum::<usize>();
+            }
+            Data::Document | Data::Fragment => {}
+        }
+    }
+    (chars, attrs)
+}
+
+/// The node after `current` in a pre-order walk of the build arena from the document.
+fn next_in_document_order(nodes: &[BuildNode], mut current: u32) -> Option<u32> {
+    let first = nodes[current as usize].links.first_child;
+    if first != NONE {
+        return Some(first);
+    }
+    loop {
+        let links = nodes[current as usize].links;
+        if links.next != NONE {
+            return Some(links.next);
+        }
+        if links.parent == NONE {
+            return None;
+        }
+        current = links.parent;
+    }
+}
+
+/// Moves every template's content fragment children to the end of the template's own children.
+fn adopt_template_contents(nodes: &mut [BuildNode]) {
+    for id in 0..nodes.len() {
+        let Data::Element { template, .. } = nodes[id].data else {
+            continue;
+        };
+        if template == NONE {
+            continue;
+        }
+        let mut child = nodes[template as usize].links.first_child;
+        while child != NONE {
+            let next = nodes[child as usize].links.next;
+            append_child(nodes, id as u32, child);
+            child = next;
+        }
+    }
+}
+
+/// Sets each node's `end` (one past its last descendant): in pre-order, children follow their
+/// parent, so one reverse pass carries every subtree's end up to its parent.
+fn compute_ends(nodes: &mut [Node]) {
+    for i in (0..nodes.len()).rev() {
+        let end = nodes[i].end.max(i as u32 + 1);
+        nodes[i].end = end;
+        let parent = nodes[i].parent;
+        if parent != NONE {
+            let p = &mut nodes[parent as usize];
+            p.end = p.end.max(end);
+        }
+    }
+}
+
+fn convert(tree: &mut Tree, data: Data) -> NodeKind {
+    match data {
+        Data::Document | Data::Fragment => NodeKind::Document,
+        Data::Doctype(text) => NodeKind::Doctype(push_str(&mut tree.chars, &text)),
+        Data::Text(text) => NodeKind::Text(push_str(&mut tree.chars, &text)),
+        Data::Comment(text) => NodeKind::Comment(push_str(&mut tree.chars, &text)),
+        Data::Element { name, attrs, .. } => {
+            let start = tree.attrs.len() as u32;
+            for attr in attrs {
+                let value = push_str(&mut tree.chars, &attr.value);
+                tree.attrs.push(Attr {
+                    name: attr_name(attr.name),
+                    value,
+                });
+            }
+            let attrs = Span {
+                start,
+                end: tree.attrs.len() as u32,
+            };
+            NodeKind::Element(Element {
+                ns: namespace(&name.ns),
+                name: name.local,
+                attrs,
+            })
+        }
+    }
+}
+
+fn push_str(chars: &mut String, text: &str) -> Span {
+    let start = chars.len() as u32;
+    chars.push_str(text);
+    Span {
+        start,
+        end: chars.len() as u32,
+    }
+}
+
+/// An attribute's name as written: foreign attributes keep their prefix (`xlink:href`).
+fn attr_name(name: QualName) -> LocalName {
+    match &name.prefix {
+        Some(prefix) => LocalName::from(format!("{}:{}", &**prefix, &*name.local)),
+        None => name.local,
+    }
+}
+
+fn namespace(ns: &Namespace) -> Ns {
+    if *ns == ns!(html) {
+        Ns::Html
+    } else if *ns == ns!(svg) {
+        Ns::Svg
+    } else if *ns == ns!(mathml) {
+        Ns::MathMl
+    } else {
+        Ns::Other
+    }
+}

@@ -1,0 +1,764 @@
+//! The arena tree of stage 2: a whole document parsed by html5ever into pith's own compact tree,
+//! with statistics per node computed once.
+//!
+//! Stage 1 streams and never sees whole blocks; the removers and extractors of stage 2 need them
+//! correctly nested, including elements closed implicitly (`<p>a<p>b`, cells without `</td>`) or
+//! left open at the end of input. html5ever's tree builder applies the HTML5 rules for all of
+//! that; [`build`] feeds its output into a [`Tree`].
+//!
+//! This module owns the tree, its navigation, per-node [`NodeStats`], visibility (which elements
+//! display their content) and the `removed` marks that algorithms leave for the renderers. It
+//! knows nothing of I/O, HTTP or the streaming rewriter; rendering lives in [`crate::render`].
+//!
+//! # Representation, and why
+//!
+//! - Nodes are stored in one `Vec` in document order (pre-order), so a node's descendants are the
+//!   contiguous run of ids that follows it. Each node stores only its parent and the end of that
+//!   run; children, siblings and descendants fall out of those two numbers, and bottom-up passes
+//!   are a reverse loop over the array: no recursion, so no stack overflow on deep documents.
+//! - All character data (text, comments, attribute values, the doctype) lives in one `String`
+//!   addressed by [`Span`]s, and all attributes in one `Vec`: a page costs a handful of
+//!   allocations, not one or more per node.
+//! - Element and attribute names are html5ever's interned atoms: comparing two is comparing two
+//!   integers, and the common names cost no allocation.
+//! - Template contents are kept as ordinary children of their `<template>` element (html5ever
+//!   puts them in a separate fragment). Templates are never displayed, so text rendering and
+//!   statistics skip them, while the HTML renderer writes them back inside `<template>`, where a
+//!   parser puts them into the fragment again.
+//! - Removal only marks nodes ([`Tree::remove`]); nothing is restructured, so ids stay valid and
+//!   algorithms can run one after another on the same tree.
+
+mod build;
+mod stats;
+
+pub use markup5ever::LocalName;
+pub use stats::NodeStats;
+
+/// Documents longer than this (1 GiB) are cut at a character boundary before parsing.
+///
+/// Offsets into the tree's character buffer are `u32`; entity expansion can make the buffer
+/// slightly longer than the input, so the cap leaves room below 4 GiB. Pages reaching stage 2
+/// are limited far below this by the decoder's cap.
+pub const MAX_INPUT: usize = 1 << 30;
+
+/// A node of a [`Tree`]: an index into its arena.
+///
+/// Ids are in document order, so `a < b` means `a` starts before `b`; they are only meaningful
+/// for the tree that produced them.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct NodeId(u32);
+
+impl NodeId {
+    /// The node's position in document order, for algorithms that keep per-node data in a `Vec`
+    /// of [`Tree::len`] entries.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A range of the tree's character buffer (text, comment, attribute value or doctype).
+///
+/// Kept as two `u32` so that a node stays small; read it with [`Tree::str`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct Span {
+    start: u32,
+    end: u32,
+}
+
+/// The namespace of an element, reduced to the three a HTML parser produces.
+///
+/// It matters for serialisation: `<style>` inside SVG holds escaped text, in HTML raw text.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Ns {
+    /// The HTML namespace: every element outside `<svg>` and `<math>`.
+    Html,
+    /// Elements inside `<svg>`.
+    Svg,
+    /// Elements inside `<math>`.
+    MathMl,
+    /// Anything else (a parser of HTML never produces it; kept for completeness).
+    Other,
+}
+
+/// An element's name and the location of its attributes.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Element {
+    /// The local name, lower-case for HTML (SVG keeps its camel case, e.g. `foreignObject`).
+    pub name: LocalName,
+    /// The element's namespace.
+    pub ns: Ns,
+    /// The element's attributes: a range of the tree's attribute list.
+    attrs: Span,
+}
+
+/// What a node is. Character data is addressed by [`Span`]; read it with [`Tree::text`] and
+/// [`Tree::str`].
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum NodeKind {
+    /// The root of every tree.
+    Document,
+    /// `<!DOCTYPE …>`: the span holds what goes between `<!DOCTYPE ` and `>`, e.g.
+    /// `html PUBLIC "…" "…"`, kept whole because the identifiers decide the quirks mode.
+    Doctype(Span),
+    /// An element.
+    Element(Element),
+    /// A run of character data, entities decoded.
+    Text(Span),
+    /// A comment; the span holds its content.
+    Comment(Span),
+}
+
+/// One attribute. Attributes of foreign elements that carry a namespace prefix keep it in the
+/// name (`xlink:href`), so serialising and parsing again yields the same attribute.
+#[derive(Clone, PartialEq, Eq, Debug)]
+struct Attr {
+    name: LocalName,
+    value: Span,
+}
+
+/// An arena node: its kind, its parent and where its run of descendants ends.
+#[derive(Clone, Debug)]
+struct Node {
+    /// Parent index, [`NONE`] for the document.
+    parent: u32,
+    /// One past the last descendant: the subtree is `self..end`.
+    end: u32,
+    kind: NodeKind,
+}
+
+/// Marks "no node" in the `u32` links.
+const NONE: u32 = u32::MAX;
+
+/// Per-node flag bits (`Tree::flags`).
+mod flag {
+    /// Removed by an algorithm, itself or through an ancestor.
+    pub const REMOVED: u8 = 1;
+    /// The element never displays its content: by name (script, head, …) or by attribute.
+    pub const CONTENT_HIDDEN: u8 = 2;
+    /// The node shows on the page: no ancestor hides its content and no attribute hides it.
+    pub const SHOWN: u8 = 4;
+    /// The node is an `<a href>` or inside one.
+    pub const IN_LINK: u8 = 8;
+}
+
+/// A parsed document: the arena, its character data, attributes, statistics and marks.
+#[derive(Clone, Debug)]
+pub struct Tree {
+    nodes: Vec<Node>,
+    /// All character data, addressed by [`Span`].
+    chars: String,
+    attrs: Vec<Attr>,
+    flags: Vec<u8>,
+    stats: Vec<NodeStats>,
+}
+
+impl Tree {
+    /// Parses a whole UTF-8 document with html5ever's HTML5 tree builder, then computes the
+    /// statistics of every node. Never fails: HTML has no invalid input, only repairs.
+    pub fn parse(html: &str) -> Tree {
+        let mut cut = html.len().min(MAX_INPUT);
+        while !html.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let mut tree = build::parse(&html[..cut]);
+        stats::compute(&mut tree);
+        tree
+    }
+
+    /// The document node, parent of the doctype and the `<html>` element.
+    pub fn root(&self) -> NodeId {
+        NodeId(0)
+    }
+
+    /// The number of nodes, so that algorithms can size per-node tables.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Always false: a tree holds at least its document node. Present for the `len` convention.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The node at a position in document order, the inverse of [`NodeId::index`].
+    pub fn node_at(&self, index: usize) -> Option<NodeId> {
+        (index < self.nodes.len()).then_some(NodeId(index as u32))
+    }
+
+    /// The `<html>` element.
+    pub fn document_element(&self) -> Option<NodeId> {
+        self.children(self.root())
+            .find(|&c| self.element(c).is_some())
+    }
+
+    /// The `<head>` element, where title, metadata and styles live.
+    pub fn head(&self) -> Option<NodeId> {
+        self.html_child(&markup5ever::local_name!("head"))
+    }
+
+    /// The `<body>` element, where the page's content lives (absent in frameset documents).
+    pub fn body(&self) -> Option<NodeId> {
+        self.html_child(&markup5ever::local_name!("body"))
+    }
+
+    fn html_child(&self, name: &LocalName) -> Option<NodeId> {
+        let html = self.document_element()?;
+        self.children(html).find(|&c| {
+            self.element(c)
+                .is_some_and(|e| e.ns == Ns::Html && e.name == *name)
+        })
+    }
+
+    /// The node's parent; `None` for the document.
+    pub fn parent(&self, id: NodeId) -> Option<NodeId> {
+        let parent = self.node(id).parent;
+        (parent != NONE).then_some(NodeId(parent))
+    }
+
+    /// The node's first child.
+    pub fn first_child(&self, id: NodeId) -> Option<NodeId> {
+        let first = id.0 + 1;
+        (first < self.node(id).end).then_some(NodeId(first))
+    }
+
+    /// The node's next sibling: the node right after its subtree, if the parent's subtree goes on.
+    pub fn next_sibling(&self, id: NodeId) -> Option<NodeId> {
+        let parent = self.parent(id)?;
+        let next = self.node(id).end;
+        (next < self.node(parent).end).then_some(NodeId(next))
+    }
+
+    /// The node's children, in document order.
+    pub fn children(&self, id: NodeId) -> Children<'_> {
+        Children {
+            tree: self,
+            next: self.first_child(id),
+        }
+    }
+
+    /// The node itself followed by all its descendants, in document order (pre-order).
+    ///
+    /// Removed nodes are included; check [`Tree::is_removed`] where it matters.
+    pub fn descendants(&self, id: NodeId) -> impl ExactSizeIterator<Item = NodeId> + '_ {
+        (id.0..self.node(id).end).map(NodeId)
+    }
+
+    /// A walk over the subtree of `id` that reports entering and leaving every node and skips
+    /// removed subtrees: what renderers and block-level algorithms need, without recursion.
+    pub fn traverse(&self, id: NodeId) -> Traverse<'_> {
+        Traverse {
+            tree: self,
+            next: id.0,
+            end: self.node(id).end,
+            open: Vec::new(),
+        }
+    }
+
+    /// What the node is.
+    pub fn kind(&self, id: NodeId) -> &NodeKind {
+        &self.node(id).kind
+    }
+
+    /// The element's name and namespace, `None` for other nodes.
+    pub fn element(&self, id: NodeId) -> Option<&Element> {
+        match &self.node(id).kind {
+            NodeKind::Element(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The element's local name (`"p"`, `"td"`), `None` for other nodes.
+    pub fn tag(&self, id: NodeId) -> Option<&str> {
+        self.element(id).map(|e| &*e.name)
+    }
+
+    /// The element's attributes as (name, value) pairs, in source order.
+    pub fn attrs(&self, id: NodeId) -> impl ExactSizeIterator<Item = (&LocalName, &str)> + '_ {
+        let span = self.element(id).map_or(Span::default(), |e| e.attrs);
+        self.attr_slice(span)
+    }
+
+    /// The value of the element's attribute `name` (lower-case), `None` if absent or not an
+    /// element.
+    pub fn attr(&self, id: NodeId, name: &str) -> Option<&str> {
+        self.attrs(id).find(|(n, _)| &***n == name).map(|(_, v)| v)
+    }
+
+    /// The attributes of an element already looked up.
+    fn element_attrs<'a>(
+        &'a self,
+        e: &Element,
+    ) -> impl ExactSizeIterator<Item = (&'a LocalName, &'a str)> + 'a {
+        self.attr_slice(e.attrs)
+    }
+
+    /// The value of attribute `name` of an element already looked up.
+    fn element_attr<'a>(&'a self, e: &Element, name: &str) -> Option<&'a str> {
+        self.element_attrs(e)
+            .find(|(n, _)| &***n == name)
+            .map(|(_, v)| v)
+    }
+
+    fn attr_slice(&self, span: Span) -> impl ExactSizeIterator<Item = (&LocalName, &str)> + '_ {
+        let attrs = self
+            .attrs
+            .get(span.start as usize..span.end as usize)
+            .unwrap_or(&[]);
+        attrs.iter().map(|a| (&a.name, self.str(a.value)))
+    }
+
+    /// The character data of a text node, `None` for other nodes.
+    pub fn text(&self, id: NodeId) -> Option<&str> {
+        match self.node(id).kind {
+            NodeKind::Text(span) => Some(self.str(span)),
+            _ => None,
+        }
+    }
+
+    /// The characters a [`Span`] of this tree addresses (empty for a span of another tree that
+    /// falls outside this one).
+    pub fn str(&self, span: Span) -> &str {
+        self.chars
+            .get(span.start as usize..span.end as usize)
+            .unwrap_or("")
+    }
+
+    /// Marks the node and its subtree removed: renderers skip it and [`Traverse`] does not enter
+    /// it. Nothing moves, and statistics keep describing the parsed tree.
+    ///
+    /// Cost is linear in the part of the subtree not already removed, so removing nested blocks
+    /// one by one stays linear overall.
+    pub fn remove(&mut self, id: NodeId) {
+        let mut i = id.0;
+        let end = self.node(id).end;
+        while i < end {
+            let flags = &mut self.flags[i as usize];
+            if *flags & flag::REMOVED != 0 {
+                i = self.nodes[i as usize].end; // its whole subtree is already marked
+            } else {
+                *flags |= flag::REMOVED;
+                i += 1;
+            }
+        }
+    }
+
+    /// Whether the node, or one of its ancestors, was removed.
+    pub fn is_removed(&self, id: NodeId) -> bool {
+        self.has(id, flag::REMOVED)
+    }
+
+    /// Whether the element never displays its content: script, style, head, template, title,
+    /// noscript, iframe, select, media fallbacks, …, and elements with the `hidden` attribute or
+    /// an inline `display: none` / `visibility: hidden` style.
+    pub fn is_content_hidden(&self, id: NodeId) -> bool {
+        self.has(id, flag::CONTENT_HIDDEN)
+    }
+
+    /// Whether the node shows on the page: no ancestor hides its content, and (for an element)
+    /// no attribute hides it. Removal is not taken into account.
+    pub fn is_shown(&self, id: NodeId) -> bool {
+        self.has(id, flag::SHOWN)
+    }
+
+    /// Whether the node is an `<a href>` or lies inside one.
+    pub fn is_in_link(&self, id: NodeId) -> bool {
+        self.has(id, flag::IN_LINK)
+    }
+
+    /// The statistics of the node's subtree, as parsed (removal does not change them).
+    pub fn stats(&self, id: NodeId) -> &NodeStats {
+        &self.stats[id.index()]
+    }
+
+    fn has(&self, id: NodeId, bit: u8) -> bool {
+        self.flags[id.index()] & bit != 0
+    }
+
+    fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id.index()]
+    }
+}
+
+/// The children of a node, from [`Tree::children`].
+#[derive(Clone, Debug)]
+pub struct Children<'a> {
+    tree: &'a Tree,
+    next: Option<NodeId>,
+}
+
+impl Iterator for Children<'_> {
+    type Item = NodeId;
+
+    fn next(&mut self) -> Option<NodeId> {
+        let current = self.next?;
+        self.next = self.tree.next_sibling(current);
+        Some(current)
+    }
+}
+
+/// One step of a [`Traverse`]: entering a node (before its children) or leaving it (after).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Edge {
+    /// The walk reaches the node; its children come next unless skipped.
+    Open(NodeId),
+    /// The walk is done with the node and its children.
+    Close(NodeId),
+}
+
+/// A depth-first walk that yields [`Edge`]s, skipping removed subtrees, from [`Tree::traverse`].
+///
+/// Every node opened is closed, text and comments included. The stack of open nodes is on the
+/// heap, so depth is limited by memory only.
+#[derive(Clone, Debug)]
+pub struct Traverse<'a> {
+    tree: &'a Tree,
+    next: u32,
+    end: u32,
+    open: Vec<u32>,
+}
+
+impl Traverse<'_> {
+    /// Skips the children of the node just opened; its [`Edge::Close`] still follows.
+    pub fn skip_children(&mut self) {
+        if let Some(&top) = self.open.last() {
+            self.next = self.next.max(self.tree.nodes[top as usize].end);
+        }
+    }
+}
+
+impl Iterator for Traverse<'_> {
+    type Item = Edge;
+
+    fn next(&mut self) -> Option<Edge> {
+        loop {
+            if let Some(&top) = self.open.last() {
+                if self.tree.nodes[top as usize].end <= self.next {
+                    self.open.pop();
+                    return Some(Edge::Close(NodeId(top)));
+                }
+            }
+            if self.next >= self.end {
+                return None;
+            }
+            let id = self.next;
+            if self.tree.flags[id as usize] & flag::REMOVED != 0 {
+                self.next = self.tree.nodes[id as usize].end;
+                continue;
+            }
+            self.open.push(id);
+            self.next = id + 1;
+            return Some(Edge::Open(NodeId(id)));
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// The subtree of `id` as `name[children]`, text quoted, comments as `<!…>`.
+    fn outline(tree: &Tree, id: NodeId) -> String {
+        let mut out = String::new();
+        for edge in tree.traverse(id) {
+            match (edge, tree.kind(edge_id(edge))) {
+                (Edge::Open(_), NodeKind::Element(e)) => {
+                    out.push_str(&e.name);
+                    out.push('[');
+                }
+                (Edge::Close(_), NodeKind::Element(_)) => out.push(']'),
+                (Edge::Open(_), NodeKind::Text(span)) => {
+                    out.push_str(&format!("{:?}", tree.str(*span)));
+                }
+                (Edge::Open(_), NodeKind::Comment(span)) => {
+                    out.push_str(&format!("<!{}>", tree.str(*span)));
+                }
+                (Edge::Open(_), NodeKind::Doctype(span)) => {
+                    out.push_str(&format!("<!DOCTYPE {}>", tree.str(*span)));
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    fn edge_id(edge: Edge) -> NodeId {
+        match edge {
+            Edge::Open(id) | Edge::Close(id) => id,
+        }
+    }
+
+    fn body_outline(html: &str) -> String {
+        let tree = Tree::parse(html);
+        let body = tree.body().expect("a parsed document always has a body");
+        outline(&tree, body)
+    }
+
+    macro_rules! shapes {
+        ($($name:ident: $html:expr => $expected:expr;)*) => {$(
+            #[test]
+            fn $name() {
+                assert_eq!(body_outline($html), $expected);
+            }
+        )*};
+    }
+
+    shapes! {
+        implicit_paragraph_end: "<p>a<p>b" => r#"body[p["a"]p["b"]]"#;
+        implicit_cells_rows_and_tbody: "<table><tr><td>a<td>b</table>"
+            => r#"body[table[tbody[tr[td["a"]td["b"]]]]]"#;
+        implicit_rows: "<table><tr><td>a<tr><td>b</table>"
+            => r#"body[table[tbody[tr[td["a"]]tr[td["b"]]]]]"#;
+        open_at_end_of_input: "<div><span>x" => r#"body[div[span["x"]]]"#;
+        implicit_list_items: "<ul><li>a<li>b" => r#"body[ul[li["a"]li["b"]]]"#;
+        misnested_formatting_adoption_agency: "<b><i>x</b>y</i>"
+            => r#"body[b[i["x"]]i["y"]]"#;
+        misnested_block_in_formatting: "<a href=x>1<div>2</a>3</div>"
+            => r#"body[a["1"]div[a["2"]"3"]]"#;
+        foster_parented_text: "<table>x<tr><td>y</table>"
+            => r#"body["x"table[tbody[tr[td["y"]]]]]"#;
+        entities_merge_into_one_text: "<p>a &amp; b&lt;c</p>" => r#"body[p["a & b<c"]]"#;
+        template_contents_become_children: "<body><template><p>t</p></template>"
+            => r#"body[template[p["t"]]]"#;
+        svg_names_keep_case: "<svg><foreignObject><p>x</p></foreignObject></svg>"
+            => r#"body[svg[foreignObject[p["x"]]]]"#;
+    }
+
+    #[test]
+    fn document_level_nodes_and_navigation() {
+        let tree =
+            Tree::parse("<!DOCTYPE html><!--c--><title>T</title><p id=a class='x y'>one<b>two</b>");
+        assert_eq!(
+            outline(&tree, tree.root()),
+            r#"<!DOCTYPE html><!c>html[head[title["T"]]body[p["one"b["two"]]]]"#
+        );
+        let html = tree.document_element().expect("html element");
+        assert_eq!(tree.tag(html), Some("html"));
+        assert_eq!(tree.parent(html), Some(tree.root()));
+        assert_eq!(tree.parent(tree.root()), None);
+        let (head, body) = (tree.head().expect("head"), tree.body().expect("body"));
+        assert_eq!(tree.children(html).collect::<Vec<_>>(), vec![head, body]);
+        assert_eq!(tree.next_sibling(head), Some(body));
+        assert_eq!(tree.next_sibling(body), None);
+        let p = tree.first_child(body).expect("p");
+        assert_eq!(tree.attr(p, "id"), Some("a"));
+        assert_eq!(tree.attr(p, "class"), Some("x y"));
+        assert_eq!(tree.attr(p, "title"), None);
+        assert_eq!(tree.attrs(p).len(), 2);
+        let order: Vec<_> = tree
+            .descendants(p)
+            .map(|id| tree.tag(id).unwrap_or("#"))
+            .collect();
+        assert_eq!(order, ["p", "#", "b", "#"]);
+        assert_eq!(tree.text(NodeId(p.0 + 1)), Some("one"));
+        assert_eq!(tree.node_at(p.index()), Some(p));
+        assert_eq!(tree.node_at(tree.len()), None);
+        assert_eq!(tree.first_child(NodeId(p.0 + 1)), None);
+    }
+
+    #[test]
+    fn quirky_doctype_keeps_its_identifiers() {
+        let tree = Tree::parse(
+            r#"<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 4.01 Transitional//EN" "http://www.w3.org/TR/html4/loose.dtd"><p>x"#,
+        );
+        let doctype = tree.first_child(tree.root()).expect("doctype");
+        let NodeKind::Doctype(span) = tree.kind(doctype) else {
+            panic!("not a doctype")
+        };
+        assert_eq!(
+            tree.str(*span),
+            r#"html PUBLIC "-//W3C//DTD HTML 4.01 Transitional//EN" "http://www.w3.org/TR/html4/loose.dtd""#
+        );
+    }
+
+    #[test]
+    fn foreign_attributes_keep_their_prefix() {
+        let tree = Tree::parse(r##"<svg><use xlink:href="#i"/></svg>"##);
+        let used = tree
+            .descendants(tree.root())
+            .find(|&id| tree.tag(id) == Some("use"));
+        let used = used.expect("use element");
+        assert_eq!(tree.attr(used, "xlink:href"), Some("#i"));
+        assert_eq!(tree.element(used).map(|e| e.ns), Some(Ns::Svg));
+    }
+
+    #[test]
+    fn removal_marks_the_subtree_and_traversal_skips_it() {
+        let mut tree = Tree::parse("<div><p>a<b>b</b></p><p>c</p></div>");
+        let body = tree.body().expect("body");
+        let div = tree.first_child(body).expect("div");
+        let first = tree.first_child(div).expect("first p");
+        let second = tree.next_sibling(first).expect("second p");
+        tree.remove(first);
+        assert!(tree.is_removed(first));
+        assert!(tree.descendants(first).all(|id| tree.is_removed(id)));
+        assert!(!tree.is_removed(second) && !tree.is_removed(div));
+        assert_eq!(outline(&tree, body), r#"body[div[p["c"]]]"#);
+        tree.remove(div);
+        tree.remove(first);
+        assert_eq!(outline(&tree, body), "body[]");
+        assert_eq!(
+            tree.stats(body).words,
+            3,
+            "statistics describe the parsed tree"
+        );
+    }
+
+    #[test]
+    fn skip_children_still_closes() {
+        let tree = Tree::parse("<div><p>a</p></div><span>b</span>");
+        let body = tree.body().expect("body");
+        let mut walk = tree.traverse(body);
+        let mut seen = Vec::new();
+        while let Some(edge) = walk.next() {
+            if let Edge::Open(id) = edge {
+                if tree.tag(id) == Some("div") {
+                    walk.skip_children();
+                }
+            }
+            seen.push(edge);
+        }
+        let tags: Vec<_> = seen
+            .iter()
+            .map(|&e| match e {
+                Edge::Open(id) => format!("+{}", tree.tag(id).unwrap_or("#")),
+                Edge::Close(id) => format!("-{}", tree.tag(id).unwrap_or("#")),
+            })
+            .collect();
+        assert_eq!(
+            tags,
+            ["+body", "+div", "-div", "+span", "+#", "-#", "-span", "-body"]
+        );
+    }
+
+    #[test]
+    fn nodes_stay_compact() {
+        assert!(
+            std::mem::size_of::<NodeKind>() <= 24,
+            "{}",
+            std::mem::size_of::<NodeKind>()
+        );
+        assert!(std::mem::size_of::<Node>() <= 32);
+    }
+
+    #[test]
+    fn deep_nesting_builds_without_recursion() {
+        const DEPTH: usize = 100_000;
+        let html = format!("{}deep{}", "<span>".repeat(DEPTH), "</span>".repeat(DEPTH));
+        let tree = Tree::parse(&html);
+        let body = tree.body().expect("body");
+        let text = tree
+            .descendants(body)
+            .find(|&id| tree.text(id).is_some())
+            .expect("text");
+        assert_eq!(tree.text(text), Some("deep"));
+        assert_eq!(tree.stats(text).depth as usize, DEPTH + 3);
+        assert_eq!(tree.stats(body).tags as usize, DEPTH + 1);
+        assert_eq!(tree.stats(body).text_chars, 4);
+    }
+
+    /// The development-set pages, decoded; empty where the set is not checked out beside the
+    /// crate.
+    pub(crate) fn bench_pages() -> Vec<String> {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench/scrapinghub");
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            return Vec::new();
+        };
+        let mut paths: Vec<_> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "html"))
+            .collect();
+        paths.sort();
+        paths
+            .iter()
+            .filter_map(|p| std::fs::read(p).ok())
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+            .collect()
+    }
+
+    /// Throughput of parse + statistics + text rendering over the development set. Run with
+    /// `cargo test --release --lib dom:: -- --ignored --nocapture`; it prints, never asserts a
+    /// time.
+    #[test]
+    #[ignore = "reads the development set and prints a throughput; run in release"]
+    fn bench_pages_throughput() {
+        let pages = bench_pages();
+        let bytes: usize = pages.iter().map(String::len).sum();
+        const ROUNDS: usize = 5;
+        let mut lines = 0;
+        let start = std::time::Instant::now();
+        for _ in 0..ROUNDS {
+            for page in &pages {
+                let tree = Tree::parse(page);
+                lines += crate::render::text::render(&tree).lines().count();
+            }
+        }
+        let seconds = start.elapsed().as_secs_f64();
+        let runs = (pages.len() * ROUNDS) as f64;
+        println!(
+            "{} pages, {:.1} MB: {:.0} pages/s, {:.1} MB/s ({} lines)",
+            pages.len(),
+            bytes as f64 / 1e6,
+            runs / seconds,
+            (bytes * ROUNDS) as f64 / 1e6 / seconds,
+            lines / ROUNDS
+        );
+        assert!(lines > 0 || pages.is_empty());
+    }
+
+    #[test]
+    #[ignore]
+    fn zz_breakdown() {
+        let pages = bench_pages();
+        let bytes: usize = pages.iter().map(String::len).sum();
+        let t = std::time::Instant::now();
+        let trees: Vec<Tree> = pages.iter().map(|p| build::parse(p)).collect();
+        let parse = t.elapsed().as_secs_f64();
+        let t = std::time::Instant::now();
+        let mut trees = trees;
+        for tree in &mut trees {
+            stats::compute(tree);
+        }
+        let st = t.elapsed().as_secs_f64();
+        let t = std::time::Instant::now();
+        let mut n = 0;
+        for tree in &trees {
+            n += crate::render::text::render(tree).len();
+        }
+        let text = t.elapsed().as_secs_f64();
+        let t = std::time::Instant::now();
+        for tree in &trees {
+            n += crate::render::html::render(tree).len();
+        }
+        let html = t.elapsed().as_secs_f64();
+        let nodes: usize = trees.iter().map(|t| t.len()).sum();
+        println!("MB {:.1} nodes {nodes} parse {parse:.3}s stats {st:.3}s text {text:.3}s html {html:.3}s {n}", bytes as f64/1e6);
+    }
+
+    #[test]
+    #[ignore]
+    fn zz_filtered() {
+        let rules = crate::html::rules::RuleSet::builtin("declutter").expect("rules");
+        let pages: Vec<String> = bench_pages()
+            .iter()
+            .map(|p| crate::html::stage1::rewrite(&rules, p).expect("stage1").0)
+            .collect();
+        let bytes: usize = pages.iter().map(String::len).sum();
+        const ROUNDS: usize = 5;
+        let start = std::time::Instant::now();
+        let mut n = 0;
+        for _ in 0..ROUNDS {
+            for page in &pages {
+                let tree = Tree::parse(page);
+                n += crate::render::text::render(&tree).len();
+            }
+        }
+        let seconds = start.elapsed().as_secs_f64();
+        println!(
+            "filtered: {:.1} MB: {:.0} pages/s, {:.1} MB/s {n}",
+            bytes as f64 / 1e6,
+            (pages.len() * ROUNDS) as f64 / seconds,
+            (bytes * ROUNDS) as f64 / 1e6 / seconds
+        );
+    }
+}

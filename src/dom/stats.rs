@@ -1,0 +1,341 @@
+//! Per-node statistics and visibility, computed once after parsing in two linear passes.
+//!
+//! A forward pass over the pre-order array (parents come before children) settles what depends
+//! on ancestors: depth, whether a node shows, whether it sits in a link. A reverse pass
+//! (children come before parents) adds every node's own counts into its parent, so each node ends
+//! up with the totals of its subtree. Neither pass recurses or allocates per node.
+//!
+//! What counts as visible: text that a browser displays with scripts on and no style sheet
+//! applied beyond the defaults and inline `style`. Elements that never display their content are
+//! listed in [`hides_content`]; inline `display: none`, `visibility: hidden` and the `hidden`
+//! attribute hide an element too, as they do in a browser.
+
+use markup5ever::local_name;
+
+use super::{flag, Element, NodeKind, Ns, Tree, NONE};
+
+/// Statistics over a node's subtree, the node included, as parsed.
+///
+/// Text is measured per text node after collapsing each whitespace run to one space and
+/// trimming the ends, so indentation and line breaks in the source do not count. Only text
+/// that shows counts (see [`Tree::is_shown`]); a word split by markup (`<b>W</b>ord`) counts as
+/// two. Links, images and controls count only where they show; `tags` counts every element.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub struct NodeStats {
+    /// Visible characters (Unicode scalar values), whitespace collapsed per text node.
+    pub text_chars: u32,
+    /// Visible words: runs of non-whitespace characters.
+    pub words: u32,
+    /// The part of `text_chars` inside an `<a href>`.
+    pub link_text_chars: u32,
+    /// The part of `words` inside an `<a href>`.
+    pub link_words: u32,
+    /// `<a href>` elements.
+    pub links: u32,
+    /// `<img>` elements.
+    pub images: u32,
+    /// Form controls and embedded content: input (not `type=hidden`), button, select, textarea,
+    /// iframe, embed, object, video, audio and canvas. With images and links these are what
+    /// Crunch calls "substance" when it decides whether a table is empty.
+    pub controls: u32,
+    /// Elements, hidden ones included: the markup side of text-to-tag ratios.
+    pub tags: u32,
+    /// The depth of the node itself: 0 for the document, 1 for `<html>`. A `u32` because
+    /// documents nested deeper than 65,535 exist (and are parsed).
+    pub depth: u32,
+}
+
+impl NodeStats {
+    fn add(&mut self, child: &NodeStats) {
+        self.text_chars += child.text_chars;
+        self.words += child.words;
+        self.link_text_chars += child.link_text_chars;
+        self.link_words += child.link_words;
+        self.links += child.links;
+        self.images += child.images;
+        self.controls += child.controls;
+        self.tags += child.tags;
+    }
+}
+
+/// Fills the tree's flags and statistics.
+pub(super) fn compute(tree: &mut Tree) {
+    let n = tree.nodes.len();
+    tree.flags = vec![0; n];
+    tree.stats = vec![NodeStats::default(); n];
+    mark(tree);
+    accumulate(tree);
+}
+
+/// Forward pass: depth and the `CONTENT_HIDDEN`, `SHOWN` and `IN_LINK` flags.
+fn mark(tree: &mut Tree) {
+    for i in 0..tree.nodes.len() {
+        let parent = tree.nodes[i].parent;
+        let (parent_flags, depth) = if parent == NONE {
+            (flag::SHOWN, 0)
+        } else {
+            (
+                tree.flags[parent as usize],
+                tree.stats[parent as usize].depth + 1,
+            )
+        };
+        let parent_shows =
+            parent_flags & flag::SHOWN != 0 && parent_flags & flag::CONTENT_HIDDEN == 0;
+        let mut flags = parent_flags & flag::IN_LINK;
+        let mut hidden_by_attr = false;
+        if let NodeKind::Element(e) = &tree.nodes[i].kind {
+            hidden_by_attr = is_hidden_by_attrs(tree, e);
+            if hidden_by_attr || hides_content(e) {
+                flags |= flag::CONTENT_HIDDEN;
+            }
+            if is_link(tree, e) {
+                flags |= flag::IN_LINK;
+            }
+        }
+        if parent_shows && !hidden_by_attr {
+            flags |= flag::SHOWN;
+        }
+        tree.flags[i] = flags;
+        tree.stats[i].depth = depth;
+    }
+}
+
+/// Reverse pass: each node's own counts, then its subtree's totals into its parent.
+fn accumulate(tree: &mut Tree) {
+    for i in (0..tree.nodes.len()).rev() {
+        let shown = tree.flags[i] & flag::SHOWN != 0;
+        let mut own = tree.stats[i];
+        match &tree.nodes[i].kind {
+            NodeKind::Element(e) => {
+                own.tags += 1;
+                if shown {
+                    count_element(tree, e, &mut own);
+                }
+            }
+            NodeKind::Text(span) if shown => {
+                let (chars, words) = count_text(tree.str(*span));
+                own.text_chars += chars;
+                own.words += words;
+                if tree.flags[i] & flag::IN_LINK != 0 {
+                    own.link_text_chars += chars;
+                    own.link_words += words;
+                }
+            }
+            _ => {}
+        }
+        tree.stats[i] = own;
+        let parent = tree.nodes[i].parent;
+        if parent != NONE {
+            tree.stats[parent as usize].add(&own);
+        }
+    }
+}
+
+/// Adds a shown element's own link, image and control counts.
+fn count_element(tree: &Tree, e: &Element, own: &mut NodeStats) {
+    if is_link(tree, e) {
+        own.links += 1;
+    }
+    if e.ns != Ns::Html {
+        return;
+    }
+    match e.name {
+        local_name!("img") => own.images += 1,
+        local_name!("input") => {
+            let kind = tree.element_attr(e, "type").unwrap_or("");
+            if !kind.eq_ignore_ascii_case("hidden") {
+                own.controls += 1;
+            }
+        }
+        local_name!("button")
+        | local_name!("select")
+        | local_name!("textarea")
+        | local_name!("iframe")
+        | local_name!("embed")
+        | local_name!("object")
+        | local_name!("video")
+        | local_name!("audio")
+        | local_name!("canvas") => own.controls += 1,
+        _ => {}
+    }
+}
+
+/// Characters and words of one text node, whitespace runs collapsed and ends trimmed.
+fn count_text(text: &str) -> (u32, u32) {
+    let (mut chars, mut words) = (0u32, 0u32);
+    for word in text.split_whitespace() {
+        words += 1;
+        chars += word.chars().count() as u32;
+    }
+    (chars + words.saturating_sub(1), words)
+}
+
+/// Whether an element, by its name, never displays its content in a browser with scripts on:
+/// code and metadata (script, style, head, title, template), fallbacks that only show where a
+/// feature is missing (noscript, iframe, noembed, noframes, audio, video, canvas), pickers that
+/// show one option at a time (select, datalist), and the non-rendered parts of SVG and MathML.
+fn hides_content(e: &Element) -> bool {
+    match e.ns {
+        Ns::Html => matches!(
+            e.name,
+            local_name!("script")
+                | local_name!("style")
+                | local_name!("head")
+                | local_name!("title")
+                | local_name!("template")
+                | local_name!("noscript")
+                | local_name!("iframe")
+                | local_name!("noembed")
+                | local_name!("noframes")
+                | local_name!("audio")
+                | local_name!("video")
+                | local_name!("canvas")
+                | local_name!("select")
+                | local_name!("datalist")
+        ),
+        Ns::Svg => matches!(
+            e.name,
+            local_name!("script")
+                | local_name!("style")
+                | local_name!("title")
+                | local_name!("desc")
+        ),
+        Ns::MathMl => matches!(
+            e.name,
+            local_name!("annotation") | local_name!("annotation-xml")
+        ),
+        Ns::Other => false,
+    }
+}
+
+/// Whether the element's own attributes hide it: `hidden`, or an inline style with
+/// `display: none` or `visibility: hidden`.
+fn is_hidden_by_attrs(tree: &Tree, e: &Element) -> bool {
+    tree.element_attrs(e).any(|(name, value)| match *name {
+        local_name!("hidden") => true,
+        local_name!("style") => {
+            contains_squeezed(value, b"display:none")
+                || contains_squeezed(value, b"visibility:hidden")
+        }
+        _ => false,
+    })
+}
+
+/// Whether `haystack`, ASCII whitespace ignored and ASCII case folded, contains `needle`
+/// (lower-case, no whitespace). Allocation-free: inline styles are short and common.
+fn contains_squeezed(haystack: &str, needle: &[u8]) -> bool {
+    let hay = haystack.as_bytes();
+    (0..hay.len()).any(|start| {
+        let mut rest = hay[start..].iter().filter(|b| !b.is_ascii_whitespace());
+        needle
+            .iter()
+            .all(|&n| rest.next().is_some_and(|b| b.to_ascii_lowercase() == n))
+    })
+}
+
+fn is_link(tree: &Tree, e: &Element) -> bool {
+    e.name == local_name!("a") && tree.element_attr(e, "href").is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::dom::NodeId;
+
+    const PAGE: &str = r#"<html><head><title>Title here</title><style>p{}</style></head>
+<body>
+<div id=main>
+  <h1>Big  news</h1>
+  <p>Some text with <a href="/x">a link</a> and <img src=i.png> more.</p>
+  <script>var x = 1;</script>
+  <ul><li><a href=/1>One</a></li><li><a>Two</a></li></ul>
+  <p hidden>secret words</p>
+  <div style="display: none"><a href=/h>hid</a><img src=h></div>
+  <form><input type=hidden><input type=text><button>Go</button></form>
+</div>
+</body></html>"#;
+
+    fn find(tree: &Tree, pred: impl Fn(NodeId) -> bool) -> NodeId {
+        tree.descendants(tree.root())
+            .find(|&id| pred(id))
+            .expect("node in the page")
+    }
+
+    #[test]
+    fn crafted_page_has_exact_statistics() {
+        let tree = Tree::parse(PAGE);
+        let main = find(&tree, |id| tree.attr(id, "id") == Some("main"));
+        let expected = NodeStats {
+            // "Big news" 8, "Some text with" 14, "a link" 6, "and" 3, "more." 5, "One" 3,
+            // "Two" 3, "Go" 2; the script, [hidden] and display:none parts do not count.
+            text_chars: 44,
+            words: 12,
+            link_text_chars: 9,
+            link_words: 3,
+            links: 2,
+            images: 1,
+            controls: 2,
+            tags: 19,
+            depth: 3,
+        };
+        assert_eq!(*tree.stats(main), expected);
+        let root = tree.stats(tree.root());
+        assert_eq!(
+            (root.text_chars, root.words, root.tags, root.depth),
+            (44, 12, 24, 0)
+        );
+        let link = find(&tree, |id| tree.attr(id, "href") == Some("/x"));
+        let link_stats = NodeStats {
+            text_chars: 6,
+            words: 2,
+            link_text_chars: 6,
+            link_words: 2,
+            links: 1,
+            tags: 1,
+            depth: 5,
+            ..NodeStats::default()
+        };
+        assert_eq!(*tree.stats(link), link_stats);
+    }
+
+    #[test]
+    fn visibility_flags_follow_ancestors() {
+        let tree = Tree::parse(PAGE);
+        let title = find(&tree, |id| tree.tag(id) == Some("title"));
+        let script = find(&tree, |id| tree.tag(id) == Some("script"));
+        let hidden_p = find(&tree, |id| tree.attr(id, "hidden").is_some());
+        let hidden_link = find(&tree, |id| tree.attr(id, "href") == Some("/h"));
+        let shown_link = find(&tree, |id| tree.attr(id, "href") == Some("/1"));
+        assert!(!tree.is_shown(title), "head hides its content");
+        assert!(tree.is_shown(script) && tree.is_content_hidden(script));
+        assert!(!tree.is_shown(hidden_p) && tree.is_content_hidden(hidden_p));
+        assert!(!tree.is_shown(hidden_link));
+        assert!(tree.is_shown(shown_link) && tree.is_in_link(shown_link));
+        let text = tree.first_child(shown_link).expect("link text");
+        assert!(tree.is_shown(text) && tree.is_in_link(text));
+        assert!(!tree.is_in_link(tree.root()));
+    }
+
+    #[test]
+    fn text_is_counted_collapsed_and_trimmed() {
+        assert_eq!(count_text("  Hello \n\t world  "), (11, 2));
+        assert_eq!(count_text(" \n "), (0, 0));
+        assert_eq!(count_text("naïve café"), (10, 2));
+        assert_eq!(count_text("a\u{a0}b"), (3, 2));
+    }
+
+    #[test]
+    fn inline_styles_that_hide_are_recognised() {
+        assert!(contains_squeezed(
+            "color: red; DISPLAY : None;",
+            b"display:none"
+        ));
+        assert!(contains_squeezed(
+            "visibility:\thidden",
+            b"visibility:hidden"
+        ));
+        assert!(!contains_squeezed("display: block", b"display:none"));
+        assert!(!contains_squeezed("display", b"display:none"));
+    }
+}

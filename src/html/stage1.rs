@@ -1,0 +1,660 @@
+//! Stage 1: the streaming rewrite of a UTF-8 page by a profile's rules.
+//!
+//! This module owns driving lol_html: it turns a [`RuleSet`] into lol_html handlers, feeds the
+//! page through them (whole, with [`rewrite`], or chunk by chunk, with [`Rewriter`]) and counts
+//! what was removed. It also re-declares the charset, because its input is always UTF-8 (the
+//! caller transcodes first, see [`super::charset`]). It knows nothing of HTTP or tokio.
+//!
+//! # Failure
+//!
+//! A page is never truncated. lol_html's graceful bail-out is on for both of its recoverable
+//! failures: the memory limit (a huge tag or comment split across chunks, very deep nesting) and
+//! an error from a handler. When either fires mid-page, lol_html flushes every byte it was given
+//! but had not yet written, the rest of the page passes through unfiltered, and
+//! [`Stage1Stats::bailed_out`] says so.
+//!
+//! lol_html's strict mode is off. In strict mode a "parsing ambiguity" (a raw-text tag such as
+//! `<style>` inside `<select>`, or anything after `<frameset>`, where only a full tree builder
+//! knows how a browser would parse the rest) is a fatal error with no graceful bail-out: the
+//! output written so far is all there is, so the page would be cut short. Strict mode exists to
+//! stop a sanitiser from being tricked into letting a script through; pith is not a sanitiser
+//! (the origin can always serve scripts to a client that bypasses the proxy), and a best-effort
+//! parse of rare non-conforming markup is better for the reader than an unfiltered rest of the
+//! page, let alone a truncated one.
+
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
+
+use encoding_rs::{Encoding, UTF_8};
+use lol_html::errors::RewritingError;
+use lol_html::html_content::{BailOut, Comment};
+use lol_html::send::{DocumentContentHandlers, Element, ElementContentHandlers, HtmlRewriter, Settings};
+use lol_html::{HandlerResult, MemorySettings, OutputSink, Selector};
+
+use super::charset;
+use super::rules::{Rule, RuleSet};
+
+/// lol_html's memory limit per page by default. Its buffers hold at most one unfinished tag,
+/// comment or text run plus the open-element stack, so real pages stay far below this; a page
+/// that does not (say a multi-megabyte `data:` URL split across chunks) passes through
+/// unfiltered from there on instead of growing memory without bound.
+pub const DEFAULT_MEMORY_LIMIT: usize = 16 * 1024 * 1024;
+
+/// Attributes whose value is a URL that a browser may follow or load: what `strip-url` checks.
+const URL_ATTRIBUTES: &[&str] = &[
+    "href", "src", "action", "formaction", "data", "poster", "background", "cite", "longdesc",
+    "lowsrc", "dynsrc", "codebase", "xlink:href",
+];
+
+/// Elements that carry a URL attribute (lol_html needs a selector to call a handler).
+static URL_ELEMENTS: LazyLock<Selector> = LazyLock::new(|| {
+    let list: Vec<String> = URL_ATTRIBUTES.iter().map(|a| format!("[{}]", a.replace(':', "\\:"))).collect();
+    list.join(",").parse().expect("the URL attribute list is a valid selector")
+});
+
+static META_CHARSET: LazyLock<Selector> =
+    LazyLock::new(|| "meta[charset]".parse().expect("a valid selector literal"));
+
+static META_CONTENT_TYPE: LazyLock<Selector> =
+    LazyLock::new(|| "meta[http-equiv=content-type i]".parse().expect("a valid selector literal"));
+
+/// What stage 1 did, for logs and response headers.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Stage1Stats {
+    /// Elements removed or unwrapped by rules (an element inside one already removed may be
+    /// counted too: lol_html still visits it).
+    pub elements_removed: u64,
+    /// Attributes removed by `strip-attr` and `strip-url`, on elements that were kept.
+    pub attributes_removed: u64,
+    /// Rewriting stopped mid-page (memory limit or handler error) and the rest of the page
+    /// passed through unfiltered.
+    pub bailed_out: bool,
+}
+
+/// Why stage 1 could not produce a page at all. A bail-out is not an error (see the module
+/// docs): this only happens when lol_html fails in a way it cannot recover from.
+#[derive(Debug, thiserror::Error)]
+pub enum RewriteError {
+    /// lol_html failed and the output could not be completed.
+    #[error("stage 1 could not rewrite the page")]
+    Rewriting {
+        /// lol_html's error.
+        #[source]
+        source: RewritingError,
+    },
+}
+
+/// Rewrites a whole UTF-8 document with the rules. Output is UTF-8 and declares it: an existing
+/// `<meta charset>` or `<meta http-equiv=content-type>` is rewritten to utf-8 (unless the rules
+/// remove it; the proxy's `Content-Type` header declares the charset anyway).
+pub fn rewrite(rules: &RuleSet, html: &str) -> Result<(String, Stage1Stats), RewriteError> {
+    rewrite_with_limit(rules, html, DEFAULT_MEMORY_LIMIT)
+}
+
+/// [`rewrite`] with a chosen lol_html memory limit.
+fn rewrite_with_limit(rules: &RuleSet, html: &str, memory_limit: usize) -> Result<(String, Stage1Stats), RewriteError> {
+    let mut rewriter = Rewriter::build(rules, memory_limit, html.len());
+    rewriter.write(html.as_bytes())?;
+    let (bytes, stats) = rewriter.end()?;
+    // lol_html only cuts UTF-8 input at token boundaries, so this never has to repair anything.
+    let text = String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    Ok((text, stats))
+}
+
+/// Streaming form of [`rewrite`]: feed chunks with [`Rewriter::write`], collect what is ready
+/// with [`Rewriter::take_output`], finish with [`Rewriter::end`]. It is `Send`, so a response
+/// body stream that owns it can move between threads.
+///
+/// After a bail-out the remaining chunks are copied through unchanged. After an error the
+/// rewriter is finished: every further call returns an error.
+#[derive(Debug)]
+pub struct Rewriter {
+    state: State,
+    output: Arc<Mutex<Vec<u8>>>,
+    counters: Arc<Counters>,
+}
+
+#[derive(Debug)]
+enum State {
+    Rewriting(HtmlRewriter<'static, SharedSink>),
+    PassingThrough,
+    Failed,
+}
+
+/// Counts shared between the handlers (which must be `Send`) and the [`Rewriter`].
+#[derive(Debug, Default)]
+struct Counters {
+    elements: AtomicU64,
+    attributes: AtomicU64,
+    bailed_out: AtomicBool,
+}
+
+/// lol_html owns its output sink; this one writes into a buffer the [`Rewriter`] shares.
+struct SharedSink(Arc<Mutex<Vec<u8>>>);
+
+impl OutputSink for SharedSink {
+    fn handle_chunk(&mut self, chunk: &[u8]) {
+        lock(&self.0).extend_from_slice(chunk);
+    }
+}
+
+/// The buffer stays usable even if a panic elsewhere poisoned the lock: it only holds bytes.
+fn lock(buffer: &Mutex<Vec<u8>>) -> MutexGuard<'_, Vec<u8>> {
+    buffer.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The error for a call after a fatal error (lol_html itself would panic).
+#[derive(Debug, thiserror::Error)]
+#[error("the stage-1 rewriter was used after a fatal error")]
+struct UsedAfterFailure;
+
+impl Rewriter {
+    /// A rewriter for one page, with [`DEFAULT_MEMORY_LIMIT`].
+    pub fn new(rules: &RuleSet) -> Rewriter {
+        Rewriter::build(rules, DEFAULT_MEMORY_LIMIT, 0)
+    }
+
+    /// A rewriter whose lol_html buffers may use at most `max_bytes`; past it, the rest of the
+    /// page passes through unfiltered.
+    pub fn with_memory_limit(rules: &RuleSet, max_bytes: usize) -> Rewriter {
+        Rewriter::build(rules, max_bytes, 0)
+    }
+
+    fn build(rules: &RuleSet, memory_limit: usize, capacity: usize) -> Rewriter {
+        let output = Arc::new(Mutex::new(Vec::with_capacity(capacity)));
+        let counters = Arc::new(Counters::default());
+        let settings = settings(rules, &counters, memory_limit);
+        let rewriter = HtmlRewriter::new(settings, SharedSink(Arc::clone(&output)));
+        Rewriter { state: State::Rewriting(rewriter), output, counters }
+    }
+
+    /// Feeds the next chunk of the page (chunks may split tags and characters anywhere).
+    pub fn write(&mut self, chunk: &[u8]) -> Result<(), RewriteError> {
+        let result = match &mut self.state {
+            State::Rewriting(rewriter) => rewriter.write(chunk),
+            State::PassingThrough => {
+                lock(&self.output).extend_from_slice(chunk);
+                return Ok(());
+            }
+            State::Failed => return Err(used_after_failure()),
+        };
+        result.or_else(|error| self.recover(error))
+    }
+
+    /// Drains the output produced so far.
+    pub fn take_output(&mut self) -> Vec<u8> {
+        std::mem::take(&mut *lock(&self.output))
+    }
+
+    /// What the rewriter has done so far.
+    pub fn stats(&self) -> Stage1Stats {
+        Stage1Stats {
+            elements_removed: self.counters.elements.load(Ordering::Relaxed),
+            attributes_removed: self.counters.attributes.load(Ordering::Relaxed),
+            bailed_out: self.counters.bailed_out.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Finishes the page: the output not yet taken, and the final counts.
+    pub fn end(mut self) -> Result<(Vec<u8>, Stage1Stats), RewriteError> {
+        match std::mem::replace(&mut self.state, State::Failed) {
+            State::Rewriting(rewriter) => {
+                if let Err(error) = rewriter.end() {
+                    self.recover(error)?;
+                }
+            }
+            State::PassingThrough => {}
+            State::Failed => return Err(used_after_failure()),
+        }
+        Ok((self.take_output(), self.stats()))
+    }
+
+    /// After a lol_html error: a graceful bail-out (our bail-out handler ran, so the sink has
+    /// every byte fed so far) switches to pass-through; anything else is fatal.
+    fn recover(&mut self, error: RewritingError) -> Result<(), RewriteError> {
+        if self.counters.bailed_out.load(Ordering::Relaxed) {
+            tracing::debug!(%error, "stage 1 bailed out; the rest of the page passes through unfiltered");
+            self.state = State::PassingThrough;
+            Ok(())
+        } else {
+            self.state = State::Failed;
+            Err(RewriteError::Rewriting { source: error })
+        }
+    }
+}
+
+fn used_after_failure() -> RewriteError {
+    RewriteError::Rewriting { source: RewritingError::ContentHandlerError(Box::new(UsedAfterFailure)) }
+}
+
+/// lol_html settings for one page: the charset handlers first (so a rule removing the element
+/// still wins), then the rules in file order.
+fn settings<'s>(rules: &'s RuleSet, counters: &Arc<Counters>, memory_limit: usize) -> Settings<'static, 's> {
+    let memory = MemorySettings::new()
+        .with_max_allowed_memory_usage(memory_limit)
+        .with_graceful_bail_out_on_memory_limit_exceeded(true);
+    let bail_out_counters = Arc::clone(counters);
+    let mut settings = Settings::new_send()
+        .with_strict(false)
+        .with_memory_settings(memory)
+        .with_graceful_bail_out_on_content_handler_error(true)
+        .append_bail_out_handler(move |_: &RewritingError, _: &mut BailOut<'_>| {
+            bail_out_counters.bailed_out.store(true, Ordering::Relaxed);
+        })
+        .append_element_content_handler((Cow::Borrowed(&*META_CHARSET), on_element(declare_utf8_charset)))
+        .append_element_content_handler((Cow::Borrowed(&*META_CONTENT_TYPE), on_element(declare_utf8_content_type)));
+    for rule in rules.rules() {
+        settings = settings.append_element_content_handler(rule_handler(rule, counters));
+    }
+    if !rules.url_schemes().is_empty() {
+        let schemes: Arc<[String]> = rules.url_schemes().into();
+        let counters = Arc::clone(counters);
+        let handler = on_element(move |el: &mut Element<'_, '_>| {
+            let removed = strip_attributes(el, |name, value| is_url_with_scheme(name, value, &schemes));
+            counters.attributes.fetch_add(removed, Ordering::Relaxed);
+            Ok(())
+        });
+        settings = settings.append_element_content_handler((Cow::Borrowed(&*URL_ELEMENTS), handler));
+    }
+    if rules.removes_comments() {
+        settings = settings.append_document_content_handler(DocumentContentHandlers::default().comments(
+            |comment: &mut Comment<'_>| {
+                comment.remove();
+                Ok(())
+            },
+        ));
+    }
+    settings
+}
+
+/// Wraps a closure as an element handler (this pins the closure's argument type for inference).
+fn on_element(
+    handler: impl FnMut(&mut Element<'_, '_>) -> HandlerResult + Send + 'static,
+) -> ElementContentHandlers<'static> {
+    ElementContentHandlers::default().element(handler)
+}
+
+/// The lol_html handler for one `remove`, `unwrap` or `strip-attr` rule.
+fn rule_handler<'s>(rule: &'s Rule, counters: &Arc<Counters>) -> (Cow<'s, Selector>, ElementContentHandlers<'static>) {
+    let counters = Arc::clone(counters);
+    match rule {
+        Rule::Remove(selector) => (
+            Cow::Borrowed(selector),
+            on_element(move |el: &mut Element<'_, '_>| {
+                if !el.removed() {
+                    el.remove();
+                    counters.elements.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(())
+            }),
+        ),
+        Rule::Unwrap(selector) => (
+            Cow::Borrowed(selector),
+            on_element(move |el: &mut Element<'_, '_>| {
+                if !el.removed() {
+                    el.remove_and_keep_content();
+                    counters.elements.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(())
+            }),
+        ),
+        Rule::StripAttr { selector, patterns } => {
+            let patterns = Arc::clone(patterns);
+            (
+                Cow::Borrowed(selector),
+                on_element(move |el: &mut Element<'_, '_>| {
+                    let removed = strip_attributes(el, |name, _| patterns.iter().any(|p| p.is_match(name)));
+                    counters.attributes.fetch_add(removed, Ordering::Relaxed);
+                    Ok(())
+                }),
+            )
+        }
+    }
+}
+
+/// Removes the attributes for which `should_strip(lowercase_name, raw_value)` holds, unless the
+/// element is already gone; returns how many were removed.
+fn strip_attributes(el: &mut Element<'_, '_>, should_strip: impl Fn(&str, &str) -> bool) -> u64 {
+    if el.removed() {
+        return 0;
+    }
+    let names: Vec<String> = el
+        .attributes()
+        .iter()
+        .filter_map(|attr| {
+            let name = attr.name();
+            should_strip(&name, &attr.value()).then_some(name)
+        })
+        .collect();
+    for name in &names {
+        el.remove_attribute(name);
+    }
+    names.len() as u64
+}
+
+/// `<meta charset=...>` becomes `utf-8`, unless it already says so.
+fn declare_utf8_charset(el: &mut Element<'_, '_>) -> HandlerResult {
+    let declared = el.get_attribute("charset").and_then(|label| Encoding::for_label(label.trim().as_bytes()));
+    if declared != Some(UTF_8) {
+        el.set_attribute("charset", "utf-8")?;
+    }
+    Ok(())
+}
+
+/// `<meta http-equiv=content-type content=...>` gets `charset=utf-8`, unless it already says so.
+fn declare_utf8_content_type(el: &mut Element<'_, '_>) -> HandlerResult {
+    let declared = el.get_attribute("content").and_then(|content| charset::from_content_type(&content));
+    if declared != Some(UTF_8) {
+        el.set_attribute("content", "text/html; charset=utf-8")?;
+    }
+    Ok(())
+}
+
+/// True for a URL attribute whose value uses one of `schemes` (lowercase, no colon).
+fn is_url_with_scheme(name: &str, value: &str, schemes: &[String]) -> bool {
+    URL_ATTRIBUTES.contains(&name) && url_scheme(value).is_some_and(|scheme| schemes.contains(&scheme))
+}
+
+/// The scheme of a URL as a browser reads it from an attribute: character references decoded,
+/// leading spaces and control characters skipped, tabs and newlines ignored anywhere, ASCII
+/// case folded. `None` for a relative URL (or anything that is not a scheme followed by `:`).
+fn url_scheme(value: &str) -> Option<String> {
+    if !value.contains([':', '&']) {
+        return None;
+    }
+    let mut rest = value;
+    let mut scheme = String::new();
+    while let Some(c) = next_decoded(&mut rest) {
+        match c {
+            '\t' | '\n' | '\r' => {}
+            c if scheme.is_empty() && c <= ' ' => {}
+            ':' => return (!scheme.is_empty()).then_some(scheme),
+            c if c.is_ascii_alphabetic() || (!scheme.is_empty() && (c.is_ascii_digit() || matches!(c, '+' | '-' | '.'))) => {
+                if scheme.len() >= 32 {
+                    return None;
+                }
+                scheme.push(c.to_ascii_lowercase());
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// The next character of an attribute value, with a character reference decoded.
+fn next_decoded(rest: &mut &str) -> Option<char> {
+    let c = rest.chars().next()?;
+    let (decoded, len) = match c {
+        '&' => char_reference(rest).unwrap_or(('&', 1)),
+        c => (c, c.len_utf8()),
+    };
+    *rest = rest.get(len..).unwrap_or("");
+    Some(decoded)
+}
+
+/// A character reference at the start of `s` (which starts with `&`): numeric ones, and the
+/// named ones that can spell a scheme or hide its colon. Returns the character and the length.
+fn char_reference(s: &str) -> Option<(char, usize)> {
+    const NAMED: [(&str, char); 5] =
+        [("&colon;", ':'), ("&Tab;", '\t'), ("&NewLine;", '\n'), ("&plus;", '+'), ("&period;", '.')];
+    let bytes = s.as_bytes();
+    if bytes.get(1) != Some(&b'#') {
+        return NAMED.iter().find(|(name, _)| s.starts_with(name)).map(|&(name, c)| (c, name.len()));
+    }
+    let (radix, start) = if matches!(bytes.get(2), Some(b'x' | b'X')) { (16, 3) } else { (10, 2) };
+    let digits = bytes.get(start..)?.iter().take_while(|b| char::from(**b).is_digit(radix)).count();
+    if digits == 0 {
+        return None;
+    }
+    let value = bytes[start..start + digits]
+        .iter()
+        .filter_map(|b| char::from(*b).to_digit(radix))
+        .fold(0u32, |acc, d| acc.saturating_mul(radix).saturating_add(d));
+    let len = start + digits + usize::from(bytes.get(start + digits) == Some(&b';'));
+    Some((char::from_u32(value).filter(|&c| c != '\0').unwrap_or('\u{FFFD}'), len))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn rules(text: &str) -> RuleSet {
+        RuleSet::parse_str(text, "test.rules").unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn declutter() -> RuleSet {
+        RuleSet::builtin("declutter").expect("declutter is built in")
+    }
+
+    fn run(rule_text: &str, html: &str) -> (String, Stage1Stats) {
+        rewrite(&rules(rule_text), html).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Compares long outputs without printing them whole: where they part, and around it.
+    fn assert_same(got: &str, expected: &str) {
+        if got != expected {
+            let at = got.bytes().zip(expected.bytes()).take_while(|(a, b)| a == b).count();
+            let around = |s: &str| s.get(at.saturating_sub(40)..).unwrap_or("").chars().take(120).collect::<String>();
+            panic!(
+                "outputs differ at byte {at} (lengths {} and {}):\n got: {:?}\nwant: {:?}",
+                got.len(),
+                expected.len(),
+                around(got),
+                around(expected)
+            );
+        }
+    }
+
+    /// `rewrites!(name, "rules", "input", "expected output", elements_removed, attributes_removed)`
+    macro_rules! rewrites {
+        ($name:ident, $rules:expr, $input:expr, $expected:expr, $elements:expr, $attributes:expr) => {
+            #[test]
+            fn $name() {
+                let (out, stats) = run($rules, $input);
+                assert_eq!(out, $expected);
+                let expected = Stage1Stats { elements_removed: $elements, attributes_removed: $attributes, bailed_out: false };
+                assert_eq!(stats, expected);
+            }
+        };
+    }
+
+    rewrites!(remove_drops_element_and_content, "remove script", "<p>a</p><script>if (a < b) x('</p>')</script><p>b</p>", "<p>a</p><p>b</p>", 1, 0);
+    rewrites!(remove_with_selector_list, "remove iframe, embed", "<p>a<iframe src=x>no</iframe><embed src=y>b</p>", "<p>ab</p>", 2, 0);
+    rewrites!(remove_by_attribute, "remove link[rel~=stylesheet i]", "<link rel=\"Stylesheet\" href=a.css><link rel=canonical href=/a>", "<link rel=canonical href=/a>", 1, 0);
+    rewrites!(unwrap_keeps_content, "unwrap font", "<font color=red>hi <b>there</b></font>!", "hi <b>there</b>!", 1, 0);
+    rewrites!(unwrap_form_remove_controls, "unwrap form\nremove input, button", "<form action=/s><p>Text<input name=q><button>Go</button></p></form>", "<p>Text</p>", 3, 0);
+    rewrites!(strip_attr_everywhere, "strip-attr on* style", "<div onclick=\"x()\" style=\"color:red\" class=\"c\" ONMOUSEOVER=y>t</div><p>u</p>", "<div class=\"c\">t</div><p>u</p>", 0, 3);
+    rewrites!(strip_attr_in_selector, "strip-attr width height in table, td", "<table width=600><tr><td width=10 height=3>x</td></tr></table><img width=5>", "<table><tr><td>x</td></tr></table><img width=5>", 0, 3);
+    rewrites!(strip_attr_skips_removed_elements, "remove script\nstrip-attr on*", "<script onload=x></script><b onclick=y>b</b>", "<b>b</b>", 1, 1);
+    rewrites!(strip_url_normalises_like_a_browser, "strip-url javascript",
+        "<a href=\"javascript:void(0)\">a</a><a href=\" JaVa&#x53;cript&colon;x\">b</a><a href=\"java\tscript:x\">c</a><a href=\"/js/javascript:x\">d</a><a href=\"https://e.x/\">e</a><img src=\"&#106;avascript:x\" alt=f>",
+        "<a>a</a><a>b</a><a>c</a><a href=\"/js/javascript:x\">d</a><a href=\"https://e.x/\">e</a><img alt=f>", 0, 4);
+    rewrites!(strip_url_checks_every_url_attribute, "strip-url vbscript", "<form action=\"vbscript:x\"><button formaction=\"VBScript:y\">b</button></form>", "<form><button>b</button></form>", 0, 2);
+    rewrites!(remove_comments_everywhere, "remove-comments", "<!-- top --><p>a<!--x-->b</p><!--[if IE]><p>ie</p><![endif]-->", "<p>ab</p>", 0, 0);
+    rewrites!(meta_charset_becomes_utf8, "", "<meta charset=\"windows-1251\"><p>a</p>", "<meta charset=\"utf-8\"><p>a</p>", 0, 0);
+    rewrites!(meta_content_type_becomes_utf8, "", "<meta http-equiv=\"Content-Type\" content=\"text/html; charset=windows-1251\">", "<meta http-equiv=\"Content-Type\" content=\"text/html; charset=utf-8\">", 0, 0);
+    rewrites!(meta_utf8_left_alone, "", "<meta charset=UTF-8><meta http-equiv=content-type content='text/html;charset=utf8'>", "<meta charset=UTF-8><meta http-equiv=content-type content='text/html;charset=utf8'>", 0, 0);
+    rewrites!(meta_removed_by_rules_stays_removed, "remove meta", "<meta charset=\"koi8-r\"><title>t</title>", "<title>t</title>", 1, 0);
+    rewrites!(empty_rules_pass_through, "", "<!doctype html><p onclick=x>a<script>b</script><!--c-->", "<!doctype html><p onclick=x>a<script>b</script><!--c-->", 0, 0);
+
+    #[test]
+    fn declutter_on_a_small_page() {
+        let page = concat!(
+            "<!DOCTYPE html><html><head><meta charset=\"iso-8859-1\"><meta property=\"og:title\" content=\"T\">",
+            "<meta name=\"viewport\" content=\"width=device-width\"><meta http-equiv=\"refresh\" content=\"30\">",
+            "<base href=\"https://example.org/\"><title>T</title><link rel=\"stylesheet\" href=\"s.css\">",
+            "<link rel=\"canonical\" href=\"https://example.org/a\"><link rel=\"preconnect\" href=\"https://ads.example\">",
+            "<style>p{color:red}</style><script>track()</script></head>",
+            "<body onload=\"init()\" bgcolor=\"#fff\"><form id=\"aspnetForm\" action=\"/a\"><!-- header -->",
+            "<div style=\"display:none\">menu</div><div hidden>modal</div><div hidden=until-found>found</div>",
+            "<svg viewBox=\"0 0 9 9\"><path d=\"M0\"/></svg><svg width=\"90\" height=\"90\"><path d=\"M1\"/></svg>",
+            "<h1 style=\"color:red\">Title</h1><p>Body <a href=\"javascript:share()\" onclick=\"s()\">share</a>",
+            "<a href=\"/next\" ping=\"https://t.example/\">next</a></p><font face=\"x\">old</font>",
+            "<table width=\"800\"><tr><td width=\"200\" bgcolor=\"red\">cell</td></tr></table>",
+            "<img src=\"https://t.example/p.gif\" width=\"1\" height=\"1\"><img src=\"photo.jpg\" width=\"640\">",
+            "<input type=\"text\" name=\"q\"><button>Search</button><select><option>a</option></select>",
+            "<iframe src=\"https://ads.example/\"></iframe><noscript><img src=\"https://t.example/ns.gif\"></noscript>",
+            "<video src=\"v.mp4\" autoplay controls></video></form></body></html>",
+        );
+        let expected = concat!(
+            "<!DOCTYPE html><html><head><meta charset=\"utf-8\">",
+            "<meta name=\"viewport\" content=\"width=device-width\">",
+            "<base href=\"https://example.org/\"><title>T</title>",
+            "<link rel=\"canonical\" href=\"https://example.org/a\">",
+            "</head>",
+            "<body>",
+            "<div hidden=until-found>found</div>",
+            "<svg width=\"90\" height=\"90\"><path d=\"M1\"/></svg>",
+            "<h1>Title</h1><p>Body <a>share</a>",
+            "<a href=\"/next\">next</a></p>old",
+            "<table><tr><td>cell</td></tr></table>",
+            "<img src=\"photo.jpg\" width=\"640\">",
+            "<video src=\"v.mp4\" controls></video></body></html>",
+        );
+        let (out, stats) = rewrite(&declutter(), page).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(out, expected);
+        assert_eq!(stats, Stage1Stats { elements_removed: 17, attributes_removed: 10, bailed_out: false });
+    }
+
+    #[test]
+    fn memory_limit_bails_out_and_passes_the_rest_through() {
+        let huge = "A".repeat(16 * 1024);
+        let page = format!("<script>1</script><p>a</p><div title=\"{huge}\">x</div><script>2</script><p>b</p>");
+        // `strip-attr` on every element makes lol_html buffer whole tags, so the huge one overflows.
+        let mut rewriter = Rewriter::with_memory_limit(&rules("remove script\nstrip-attr on*"), 4096);
+        let mut out = Vec::new();
+        for chunk in page.as_bytes().chunks(512) {
+            rewriter.write(chunk).unwrap_or_else(|e| panic!("{e}"));
+            out.extend(rewriter.take_output());
+        }
+        let (rest, stats) = rewriter.end().unwrap_or_else(|e| panic!("{e}"));
+        out.extend(rest);
+        let expected = format!("<p>a</p><div title=\"{huge}\">x</div><script>2</script><p>b</p>");
+        assert_same(&String::from_utf8_lossy(&out), &expected);
+        assert_eq!(stats, Stage1Stats { elements_removed: 1, attributes_removed: 0, bailed_out: true });
+    }
+
+    #[test]
+    fn whole_document_bail_out_keeps_the_page_whole() {
+        let depth = 300;
+        let page = format!("<script>1</script>{}<script>2</script>{}", "<div>".repeat(depth), "</div>".repeat(depth));
+        let (out, stats) = rewrite_with_limit(&rules("remove script\nstrip-attr on*"), &page, 4096)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_same(&out, &page.replacen("<script>1</script>", "", 1));
+        assert!(stats.bailed_out);
+    }
+
+    #[test]
+    fn output_can_be_drained_while_streaming() {
+        let mut rewriter = Rewriter::new(&rules("remove script"));
+        rewriter.write(b"<p>first</p><scr").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(rewriter.take_output(), b"<p>first</p>");
+        rewriter.write(b"ipt>x</script><p>second</p>").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(rewriter.stats().elements_removed, 1);
+        let (rest, stats) = rewriter.end().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(rest, b"<p>second</p>");
+        assert_eq!(stats.elements_removed, 1);
+    }
+
+    #[test]
+    fn rewriter_is_send() {
+        fn assert_send<T: Send>() {}
+        assert_send::<Rewriter>();
+    }
+
+    #[test]
+    fn url_schemes() {
+        let cases = [
+            ("javascript:x", Some("javascript")),
+            ("  \u{1}JavaScript:x", Some("javascript")),
+            ("jav&#x09;ascript:x", Some("javascript")),
+            ("&#0000106&#0000097vascript:x", Some("javascript")),
+            ("vbscript&colon;x", Some("vbscript")),
+            ("https://example.org/a:b", Some("https")),
+            ("/relative:colon", None),
+            ("?q=a:b", None),
+            ("1http:x", None),
+            ("no-colon-at-all", None),
+            ("&unknown;javascript:x", None),
+        ];
+        for (value, expected) in cases {
+            assert_eq!(url_scheme(value).as_deref(), expected, "{value:?}");
+        }
+    }
+
+    /// Pieces of real-world markup, including the awkward ones, to build pages from.
+    const FRAGMENTS: &[&str] = &[
+        "<p>", "</p>", "<div class=\"a\">", "</div>", "<script>var s = '</p>' < 1;</script>", "<!-- c -->",
+        "<a href=\"javascript:go()\" onclick=\"x\">", "<a href=\"/ok\">", "</a>", "<div style=\"display:none\">",
+        "<font size=2>", "</font>", "<form action=/s>", "</form>", "<input name=q>", "<meta charset=\"latin1\">",
+        "<svg><path d=\"M0\"/></svg>", "<noscript><img src=t></noscript>", "<table width=5><tr><td bgcolor=red>",
+        "</td></tr></table>", "héllo wörld ", "日本語 ", "<textarea><b></textarea>", "<style>p{}</style>",
+        "<img width=1 height=1 src=x>", "<select><option>a</select>", "<title>t</title>", "&amp; &lt; ",
+        "<br/>", "<![CDATA[x]]>", "<template><p>t</p></template>", "<iframe src=x>", "</iframe>", "<",
+    ];
+
+    fn page() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![prop::sample::select(FRAGMENTS).prop_map(String::from), "[a-z<>/=\"' !-]{0,8}"];
+        prop::collection::vec(piece, 0..40).prop_map(|pieces| pieces.concat())
+    }
+
+    fn rewrite_in_chunks(rules: &RuleSet, bytes: &[u8], cuts: &[usize]) -> (Vec<u8>, Stage1Stats) {
+        let mut rewriter = Rewriter::new(rules);
+        let (mut out, mut last) = (Vec::new(), 0);
+        for &cut in cuts.iter().chain(std::iter::once(&bytes.len())) {
+            rewriter.write(&bytes[last..cut]).unwrap_or_else(|e| panic!("{e}"));
+            out.extend(rewriter.take_output());
+            last = cut;
+        }
+        let (rest, stats) = rewriter.end().unwrap_or_else(|e| panic!("{e}"));
+        out.extend(rest);
+        (out, stats)
+    }
+
+    proptest! {
+        #[test]
+        fn any_split_gives_the_same_output(page in page(), cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..10)) {
+            let rules = declutter();
+            let (whole, whole_stats) = rewrite(&rules, &page).unwrap_or_else(|e| panic!("{e}"));
+            let mut cuts: Vec<usize> = cuts.iter().map(|i| i.index(page.len() + 1)).collect();
+            cuts.sort_unstable();
+            let (chunked, stats) = rewrite_in_chunks(&rules, page.as_bytes(), &cuts);
+            prop_assert_eq!(String::from_utf8_lossy(&chunked), whole);
+            prop_assert_eq!(stats, whole_stats);
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..2048), chunk in 1usize..300) {
+            let cuts: Vec<usize> = (chunk..bytes.len()).step_by(chunk).collect();
+            let (out, stats) = rewrite_in_chunks(&declutter(), &bytes, &cuts);
+            prop_assert!(out.len() <= bytes.len() + 64 * stats.attributes_removed as usize + 64);
+            // With no rules nothing but a <meta> is ever touched: the bytes pass through as they came.
+            let has_meta = bytes.windows(4).any(|w| w.eq_ignore_ascii_case(b"meta"));
+            let (passed, _) = rewrite_in_chunks(&RuleSet::empty(), &bytes, &cuts);
+            if !has_meta {
+                prop_assert_eq!(passed, bytes);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod scratch_dump {
+    #[test]
+    #[ignore]
+    fn dump() {
+        let (Ok(src), Ok(dst)) = (std::env::var("DUMP_SRC"), std::env::var("DUMP_DST")) else { return };
+        let rules = super::super::rules::RuleSet::parse(std::path::Path::new(&std::env::var("DUMP_RULES").unwrap())).unwrap();
+        for e in std::fs::read_dir(src).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().map_or(true, |x| x != "html") { continue; }
+            let raw = std::fs::read(&p).unwrap();
+            let d = super::charset::detect(None, &raw);
+            let (out, stats) = super::rewrite(&rules, &super::charset::to_utf8(&raw, d.encoding)).unwrap();
+            if stats.bailed_out { eprintln!("bailed out: {}", p.display()); }
+            std::fs::write(std::path::Path::new(&dst).join(p.file_name().unwrap()), out).unwrap();
+        }
+    }
+}

@@ -1,0 +1,41 @@
+//! pith: a forward HTTP(S) proxy that serves the pith of every page.
+//!
+//! # The pipeline
+//!
+//! A client points its browser (or `curl -x`) at a listener. Each connection gets its own task
+//! ([`net`]). A request is admitted (allow list, proxy authentication), answered by the proxy
+//! itself when it addresses pith, or forwarded upstream through a pooled client that always
+//! verifies TLS. The response is classified: anything that is not HTML streams through untouched;
+//! HTML is decoded ([`body`]), transcoded to UTF-8 and filtered by the rules of the client's
+//! profile ([`html`], stage 1), optionally rebuilt as a tree ([`dom`]) for the higher-level
+//! removers and extractors ([`extract`], stage 2), rendered ([`render`]) and re-encoded for the
+//! client.
+//!
+//! # Layout
+//!
+//! | module | owns |
+//! |---|---|
+//! | [`config`] | `proxy.toml`: raw serde mirror → validated [`config::Config`]; errors name file:line and key |
+//! | [`net`] | listeners, connections, admission, forwarding, CONNECT tunnels, the proxy's own pages |
+//! | [`body`] | content-codings: decode with a cap, encode for the client; bytes only, no HTTP types |
+//! | [`html`] | charset detection and transcoding, rule files, the streaming stage-1 rewriter |
+//! | [`dom`] | the compact arena tree built by html5ever, with per-node statistics |
+//! | [`extract`] | removers and extractors: pure functions over [`dom`] trees |
+//! | [`render`] | output forms: filtered HTML, plain text |
+//! | [`pipeline`] | one whole-document transform shared by the proxy and `pith extract` |
+//!
+//! Dependencies point downstream only: `net` uses everything, `body` knows nothing of HTTP or
+//! HTML, `html` knows nothing of tokio, `extract` knows nothing of lol_html or I/O.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+#![deny(rustdoc::broken_intra_doc_links)]
+
+pub mod body;
+pub mod config;
+pub mod dom;
+pub mod extract;
+pub mod html;
+pub mod net;
+pub mod pipeline;
+pub mod render;

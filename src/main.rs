@@ -1,0 +1,239 @@
+//! The `pith` command: parses arguments, loads the config, starts logging, and hands over to
+//! the library. Exit codes: 0 success, 1 a failure at run time (or some files failed to
+//! extract), 64 a usage or config error (as sysexits' EX_USAGE).
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand, ValueEnum};
+use pith::config::Config;
+use pith::pipeline::{self, Output};
+
+const EX_USAGE: u8 = 64;
+
+/// pith: a forward HTTP(S) proxy that serves the pith of every page.
+#[derive(Parser)]
+#[command(version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the proxy (the default when no command is given).
+    Serve(ServeArgs),
+    /// Run the page pipeline offline over files, as the proxy would.
+    Extract(ExtractArgs),
+    /// Validate a config file; errors name the file, line and key.
+    CheckConfig {
+        /// The file to check.
+        file: PathBuf,
+    },
+}
+
+#[derive(clap::Args, Default)]
+struct ServeArgs {
+    /// Config file; without it, the built-in default (the same as proxy.toml).
+    #[arg(long, short)]
+    config: Option<PathBuf>,
+    /// Listen on this address instead of the first listener's (e.g. 127.0.0.1:3128).
+    #[arg(long, short)]
+    listen: Option<std::net::SocketAddr>,
+}
+
+#[derive(clap::Args)]
+struct ExtractArgs {
+    /// Config file whose profiles and rules to use; without it, the built-in default.
+    #[arg(long, short)]
+    config: Option<PathBuf>,
+    /// Profile to apply.
+    #[arg(long, short, default_value = "declutter")]
+    profile: String,
+    /// Output form; defaults to the profile's own.
+    #[arg(long, short)]
+    format: Option<Format>,
+    /// Write each input NAME.html to DIR/NAME.txt (or .html) instead of standard output.
+    #[arg(long, short)]
+    out_dir: Option<PathBuf>,
+    /// Input files; `-` (or none) reads standard input.
+    files: Vec<PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    Html,
+    Text,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command.unwrap_or(Command::Serve(ServeArgs::default())) {
+        Command::Serve(args) => serve(args),
+        Command::Extract(args) => extract(args),
+        Command::CheckConfig { file } => check_config(&file),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("pith: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn load_config(path: Option<&Path>) -> Result<Config, pith::config::ConfigError> {
+    match path {
+        Some(p) => Config::load(p),
+        None => Config::embedded_default(),
+    }
+}
+
+/// Prints a config error with its whole cause chain, and returns EX_USAGE.
+fn config_failure(err: &pith::config::ConfigError) -> ExitCode {
+    let mut msg = err.to_string();
+    let mut source = std::error::Error::source(err);
+    while let Some(s) = source {
+        msg.push_str(&format!("\n  {s}"));
+        source = s.source();
+    }
+    eprintln!("pith: invalid config: {msg}");
+    ExitCode::from(EX_USAGE)
+}
+
+fn check_config(file: &Path) -> anyhow::Result<ExitCode> {
+    match Config::load(file) {
+        Ok(c) => {
+            println!("{}: ok ({} listener(s), profiles: {})", file.display(), c.listeners.len(), c.profiles.keys().cloned().collect::<Vec<_>>().join(", "));
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => Ok(config_failure(&e)),
+    }
+}
+
+fn init_logging(level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("{level},hyper=warn,rustls=warn")));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(std::io::stderr().is_terminal()).with_target(false).init();
+}
+
+fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let mut config = match load_config(args.config.as_deref()) {
+        Ok(c) => c,
+        Err(e) => return Ok(config_failure(&e)),
+    };
+    if let (Some(addr), Some(first)) = (args.listen, config.listeners.first_mut()) {
+        first.address = addr;
+    }
+    init_logging(&config.log_level);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let proxy = pith::net::Proxy::bind(config).await?;
+        for addr in proxy.local_addrs() {
+            eprintln!("pith: proxy on http://{addr}/ (point your browser's HTTP proxy here)");
+        }
+        proxy.run(shutdown_signal()).await;
+        anyhow::Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// Completes on SIGINT (Ctrl-C) or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+}
+
+/// Totals shown at the end of an extract run.
+#[derive(Default)]
+struct Tally {
+    files: usize,
+    bytes: u64,
+    failures: usize,
+}
+
+fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
+    let config = match load_config(args.config.as_deref()) {
+        Ok(c) => c,
+        Err(e) => return Ok(config_failure(&e)),
+    };
+    let Some(profile) = config.profiles.get(&args.profile).cloned() else {
+        eprintln!("pith: unknown profile {:?}; defined: {}", args.profile, config.profiles.keys().cloned().collect::<Vec<_>>().join(", "));
+        return Ok(ExitCode::from(EX_USAGE));
+    };
+    let output = match args.format {
+        Some(Format::Html) => Output::Html,
+        Some(Format::Text) => Output::Text,
+        None => profile.output,
+    };
+    if let Some(dir) = &args.out_dir {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let files = if args.files.is_empty() { vec![PathBuf::from("-")] } else { args.files };
+    let progress = files.len() > 1 && std::io::stderr().is_terminal();
+    let start = Instant::now();
+    let mut tally = Tally::default();
+    for (i, file) in files.iter().enumerate() {
+        if progress {
+            eprint!("\r\x1b[K[{}/{}] {}", i + 1, files.len(), file.display());
+        }
+        tally.files += 1;
+        match extract_one(file, &profile, output, args.out_dir.as_deref()) {
+            Ok(n) => tally.bytes += n,
+            Err(e) => {
+                tally.failures += 1;
+                eprintln!("{}pith: {}: {e:#}", if progress { "\r\x1b[K" } else { "" }, file.display());
+            }
+        }
+    }
+    if progress {
+        eprint!("\r\x1b[K");
+    }
+    let secs = start.elapsed().as_secs_f64();
+    eprintln!(
+        "pith: {} files, {:.1} MB, {:.2} s ({:.0} files/s, {:.1} MB/s), {} failures",
+        tally.files,
+        tally.bytes as f64 / 1e6,
+        secs,
+        tally.files as f64 / secs.max(1e-9),
+        tally.bytes as f64 / 1e6 / secs.max(1e-9),
+        tally.failures
+    );
+    Ok(if tally.failures == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// Runs one input through the pipeline; returns the input size.
+fn extract_one(file: &Path, profile: &pipeline::Profile, output: Output, out_dir: Option<&Path>) -> anyhow::Result<u64> {
+    let input = if file == Path::new("-") {
+        let mut buf = Vec::new();
+        std::io::stdin().read_to_end(&mut buf).context("cannot read standard input")?;
+        buf
+    } else {
+        std::fs::read(file).context("cannot read the file")?
+    };
+    let page = pipeline::process(profile, &input, None, output)?;
+    match out_dir {
+        None => std::io::stdout().write_all(&page.body).context("cannot write to standard output")?,
+        Some(dir) => {
+            let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "stdin".into());
+            let ext = if output == Output::Text { "txt" } else { "html" };
+            let path = dir.join(format!("{stem}.{ext}"));
+            std::fs::write(&path, &page.body).with_context(|| format!("cannot write {}", path.display()))?;
+        }
+    }
+    Ok(input.len() as u64)
+}

@@ -1,0 +1,178 @@
+//! Connections: the accept loop of a listener, and the per-connection handler whose
+//! [`Handler::serve`] runs the steps of a request in order: admit, target, own page or loop
+//! check, forward, respond.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use http::{header, Method, Request, Response, Uri};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Semaphore};
+
+use super::bodies::{AccessRecord, Logged, ProxyBody};
+use super::error::ProxyError;
+use super::respond::{self, Exchange};
+use super::{admit, connect, forward, own, State};
+use crate::config::ListenerConfig;
+
+/// One listener's accept loop.
+pub(super) struct Acceptor {
+    pub socket: TcpListener,
+    pub listener: Arc<ListenerConfig>,
+    pub state: Arc<State>,
+    pub limit: Arc<Semaphore>,
+    pub graceful: Arc<GracefulShutdown>,
+    pub stop: watch::Receiver<bool>,
+}
+
+impl Acceptor {
+    /// Accepts until told to stop. A connection first takes a permit, so past
+    /// `max_connections` new clients wait in the kernel's listen queue instead of using file
+    /// descriptors. Accept errors (e.g. out of descriptors) back off instead of spinning.
+    pub async fn run(mut self) {
+        let mut backoff = Duration::from_millis(5);
+        loop {
+            let permit = tokio::select! {
+                p = self.limit.clone().acquire_owned() => p.expect("the connection semaphore is never closed"),
+                _ = self.stop.changed() => return,
+            };
+            let accepted = tokio::select! {
+                a = self.socket.accept() => a,
+                _ = self.stop.changed() => return,
+            };
+            match accepted {
+                Ok((stream, client)) => {
+                    backoff = Duration::from_millis(5);
+                    let handler = Handler { state: self.state.clone(), listener: self.listener.clone(), client };
+                    let watcher = self.graceful.watcher();
+                    tokio::spawn(async move {
+                        serve_connection(stream, handler, watcher).await;
+                        drop(permit);
+                    });
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed; backing off {} ms", backoff.as_millis());
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                }
+            }
+        }
+    }
+}
+
+async fn serve_connection(stream: tokio::net::TcpStream, handler: Handler, watcher: hyper_util::server::graceful::Watcher) {
+    let _ = stream.set_nodelay(true);
+    let limits = &handler.state.config.limits;
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new()).http1_only();
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .keep_alive(true)
+        .header_read_timeout(limits.header_read_timeout)
+        .max_buf_size(limits.max_header_bytes.max(8192));
+    let client = handler.client;
+    let service = service_fn(move |req| handler.clone().handle(req));
+    let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+    if let Err(e) = watcher.watch(conn).await {
+        tracing::debug!(%client, error = %e, "connection ended with an error");
+    }
+}
+
+/// Serves the requests of one client connection.
+#[derive(Clone)]
+pub struct Handler {
+    state: Arc<State>,
+    listener: Arc<ListenerConfig>,
+    client: SocketAddr,
+}
+
+impl Handler {
+    /// Serves one request; every failure becomes an error page, never a dropped connection.
+    async fn handle(self, req: Request<Incoming>) -> Result<Response<ProxyBody>, Infallible> {
+        let mut record = AccessRecord {
+            client: self.client,
+            method: req.method().clone(),
+            url: req.uri().to_string(),
+            status: 0,
+            origin_bytes: 0,
+            profile: self.listener.profile.name.clone(),
+            action: "pass",
+            start: Instant::now(),
+        };
+        let (response, counts_origin) = match self.serve(req, &mut record).await {
+            Ok(pair) => pair,
+            Err(err) => {
+                log_failure(&err, &record);
+                record.action = "error";
+                (own::error_page(&err), false)
+            }
+        };
+        record.status = response.status().as_u16();
+        let (parts, body) = response.into_parts();
+        let body = Logged::new(body, record, counts_origin).boxed_unsync();
+        Ok(Response::from_parts(parts, body))
+    }
+
+    /// The steps of a request. Returns the response and whether its body is the origin's
+    /// own bytes streaming through (so they count as origin bytes in the log).
+    async fn serve(&self, req: Request<Incoming>, record: &mut AccessRecord) -> Result<(Response<ProxyBody>, bool), ProxyError> {
+        admit::admit(&self.listener, self.client.ip(), req.headers())?;
+        if req.method() == Method::CONNECT {
+            record.action = "tunnel";
+            return Ok((connect::tunnel(&self.state, req, self.client).await?, false));
+        }
+        let Some(uri) = target(req.uri())? else {
+            record.action = "own";
+            return Ok((own::home(&self.state, req.uri().path()), false));
+        };
+        let host = uri.host().unwrap_or_default().trim_matches(|c| c == '[' || c == ']').to_string();
+        let port = uri.port_u16().unwrap_or(if uri.scheme() == Some(&http::uri::Scheme::HTTPS) { 443 } else { 80 });
+        if self.state.is_self(&host, port) {
+            record.action = "own";
+            return Ok((own::home(&self.state, uri.path()), false));
+        }
+        if forward::has_passed(req.headers(), &self.state.via) {
+            return Err(ProxyError::Loop { target: uri.to_string() });
+        }
+        let method = req.method().clone();
+        let accept_encoding = req.headers().get(header::ACCEPT_ENCODING).cloned();
+        let req = forward::prepare(req, uri, &self.state.via)?;
+        let resp = forward::send(&self.state.client, req, &host, self.state.config.upstream.response_timeout).await?;
+        let profile = &self.listener.profile;
+        let ex = Exchange { method: &method, host: &host, accept_encoding, profile };
+        let served = respond::respond(&self.state, &ex, resp).await?;
+        record.action = served.action;
+        record.origin_bytes = served.origin_bytes;
+        Ok((served.response, served.action != "rewrite"))
+    }
+}
+
+/// The absolute target of a request; `None` for an origin-form request, which was sent to
+/// pith itself (a browser visiting the proxy's address).
+fn target(uri: &Uri) -> Result<Option<Uri>, ProxyError> {
+    if uri.authority().is_none() {
+        return Ok(None);
+    }
+    match uri.scheme_str() {
+        Some("http") | Some("https") => Ok(Some(uri.clone())),
+        Some(other) => Err(ProxyError::BadRequest { reason: format!("pith forwards http and https URLs, not {other}:") }),
+        None => Err(ProxyError::BadRequest { reason: format!("{uri} is not an absolute URL") }),
+    }
+}
+
+/// One log line per failure, with the client, the target and the cause chain.
+fn log_failure(err: &ProxyError, record: &AccessRecord) {
+    let cause = std::error::Error::source(err).map(super::error::describe).unwrap_or_default();
+    match err.side() {
+        super::error::Side::Downstream => tracing::warn!(client = %record.client, url = %record.url, reason = %err.reason(), "request refused"),
+        super::error::Side::Upstream => tracing::warn!(client = %record.client, url = %record.url, reason = %err.reason(), %cause, "upstream failed"),
+        super::error::Side::Internal => tracing::error!(client = %record.client, url = %record.url, reason = %err.reason(), %cause, "internal error"),
+    }
+}

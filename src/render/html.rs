@@ -1,0 +1,315 @@
+//! HTML: the kept part of a tree serialised back to markup, for the `declutter` page.
+//!
+//! The aim is that the output parses back to the same tree, so that a page can go through
+//! stage 2 again (or through a browser) unchanged. Following the HTML serialisation algorithm:
+//!
+//! - Text is escaped (`&`, `<`, `>`), attribute values are double-quoted and escaped (`&`, `"`).
+//! - Void elements (`br`, `img`, `input`, …) get no end tag and no content.
+//! - The text of raw-text elements (`script`, `style`, `xmp`, `iframe`, `noembed`, `noframes`,
+//!   `noscript`, `plaintext`) is written as is: the parser never decoded it. Inside SVG and
+//!   MathML the same names hold ordinary, escaped text.
+//! - A `<pre>`, `<textarea>` or `<listing>` whose text starts with a line break gets one more,
+//!   because the parser drops the first.
+//! - The doctype keeps its public and system identifiers, so the quirks mode survives.
+//! - Template contents, which the tree keeps as children, are written inside `<template>`.
+//! - After `<plaintext>` no end tag is written: the parser would read it as text.
+//!
+//! Removed nodes and their subtrees are left out. Optional tags are always written: the output
+//! is a little larger than the shortest form, and never ambiguous.
+
+use markup5ever::local_name;
+
+use crate::dom::{Edge, Element, NodeId, NodeKind, Ns, Tree};
+
+/// The whole document as HTML.
+pub fn render(tree: &Tree) -> String {
+    render_node(tree, tree.root())
+}
+
+/// One node's subtree as HTML, the node included (for the document: the whole page).
+pub fn render_node(tree: &Tree, id: NodeId) -> String {
+    let mut out = String::with_capacity(estimate(tree, id));
+    let mut walk = tree.traverse(id);
+    let mut after_plaintext = false;
+    while let Some(edge) = walk.next() {
+        match edge {
+            Edge::Open(node) => match tree.kind(node) {
+                NodeKind::Document => {}
+                NodeKind::Doctype(span) => {
+                    out.push_str("<!DOCTYPE ");
+                    out.push_str(tree.str(*span));
+                    out.push('>');
+                }
+                NodeKind::Comment(span) => {
+                    out.push_str("<!--");
+                    out.push_str(tree.str(*span));
+                    out.push_str("-->");
+                }
+                NodeKind::Text(span) => write_text(tree, node, tree.str(*span), &mut out),
+                NodeKind::Element(e) => {
+                    write_start_tag(tree, node, e, &mut out);
+                    if is_void(e) {
+                        walk.skip_children();
+                    }
+                    after_plaintext |= e.ns == Ns::Html && e.name == local_name!("plaintext");
+                }
+            },
+            Edge::Close(node) => {
+                if let Some(e) = tree.element(node) {
+                    if !is_void(e) && !after_plaintext {
+                        out.push_str("</");
+                        out.push_str(&e.name);
+                        out.push('>');
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A capacity guess that avoids most reallocations: the subtree's share of the character data
+/// plus a few bytes of markup per node.
+fn estimate(tree: &Tree, id: NodeId) -> usize {
+    let nodes = tree.descendants(id).len();
+    let share = tree.stats(id).text_chars as usize;
+    share + nodes * 12
+}
+
+fn write_start_tag(tree: &Tree, node: NodeId, e: &Element, out: &mut String) {
+    out.push('<');
+    out.push_str(&e.name);
+    for (name, value) in tree.attrs(node) {
+        out.push(' ');
+        out.push_str(name);
+        out.push_str("=\"");
+        escape(value, true, out);
+        out.push('"');
+    }
+    out.push('>');
+    if starts_with_dropped_newline(tree, node, e) {
+        out.push('\n');
+    }
+}
+
+/// Whether the parser will drop a leading line break of this element's first kept child.
+fn starts_with_dropped_newline(tree: &Tree, node: NodeId, e: &Element) -> bool {
+    let drops = e.ns == Ns::Html
+        && matches!(
+            e.name,
+            local_name!("pre") | local_name!("textarea") | local_name!("listing")
+        );
+    drops
+        && tree
+            .children(node)
+            .find(|&c| !tree.is_removed(c))
+            .and_then(|c| tree.text(c))
+            .is_some_and(|text| text.starts_with('\n'))
+}
+
+fn write_text(tree: &Tree, node: NodeId, text: &str, out: &mut String) {
+    let raw = tree
+        .parent(node)
+        .and_then(|p| tree.element(p))
+        .is_some_and(is_raw_text);
+    if raw {
+        out.push_str(text);
+    } else {
+        escape(text, false, out);
+    }
+}
+
+/// Appends `text` escaped for a text node, or for a double-quoted attribute value.
+fn escape(text: &str, attribute: bool, out: &mut String) {
+    let mut plain = 0;
+    for (i, byte) in text.bytes().enumerate() {
+        let entity = match byte {
+            b'&' => "&amp;",
+            b'<' if !attribute => "&lt;",
+            b'>' if !attribute => "&gt;",
+            b'"' if attribute => "&quot;",
+            _ => continue,
+        };
+        out.push_str(&text[plain..i]);
+        out.push_str(entity);
+        plain = i + 1;
+    }
+    out.push_str(&text[plain..]);
+}
+
+/// Elements that never have content or an end tag.
+fn is_void(e: &Element) -> bool {
+    e.ns == Ns::Html
+        && matches!(
+            e.name,
+            local_name!("area")
+                | local_name!("base")
+                | local_name!("basefont")
+                | local_name!("bgsound")
+                | local_name!("br")
+                | local_name!("col")
+                | local_name!("embed")
+                | local_name!("frame")
+                | local_name!("hr")
+                | local_name!("img")
+                | local_name!("input")
+                | local_name!("keygen")
+                | local_name!("link")
+                | local_name!("meta")
+                | local_name!("param")
+                | local_name!("source")
+                | local_name!("track")
+                | local_name!("wbr")
+        )
+}
+
+/// Elements whose text the parser keeps undecoded (scripting on, as in [`crate::dom`]).
+fn is_raw_text(e: &Element) -> bool {
+    e.ns == Ns::Html
+        && matches!(
+            e.name,
+            local_name!("style")
+                | local_name!("script")
+                | local_name!("xmp")
+                | local_name!("iframe")
+                | local_name!("noembed")
+                | local_name!("noframes")
+                | local_name!("plaintext")
+                | local_name!("noscript")
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rendering, parsing the output and rendering again gives the same markup.
+    fn assert_round_trip(html: &str) -> String {
+        let once = render(&Tree::parse(html));
+        let twice = render(&Tree::parse(&once));
+        assert_eq!(once, twice, "input: {html}");
+        once
+    }
+
+    macro_rules! serialises {
+        ($($name:ident: $html:expr => $expected:expr;)*) => {$(
+            #[test]
+            fn $name() {
+                let tree = Tree::parse($html);
+                let body = tree.body().expect("body");
+                assert_eq!(render_node(&tree, body), $expected);
+                assert_round_trip($html);
+            }
+        )*};
+    }
+
+    serialises! {
+        text_and_attributes_are_escaped:
+            r#"<p title='a "b" & <c>'>x &lt; y &amp; z &gt; w</p>"#
+            => r#"<body><p title="a &quot;b&quot; &amp; <c>">x &lt; y &amp; z &gt; w</p></body>"#;
+        void_elements_have_no_end_tag:
+            "<p>a<br>b<img src=x alt=''><input disabled><hr></p>"
+            => r#"<body><p>a<br>b<img src="x" alt=""><input disabled=""></p><hr><p></p></body>"#;
+        implicit_end_tags_are_written: "<ul><li>a<li>b</ul><table><tr><td>c</table>"
+            => "<body><ul><li>a</li><li>b</li></ul><table><tbody><tr><td>c</td></tr></tbody></table></body>";
+        raw_text_stays_raw: "<body><script>if (a < b && c) {}</script><style>a>b{}</style>"
+            => "<body><script>if (a < b && c) {}</script><style>a>b{}</style></body>";
+        foreign_text_is_escaped: "<svg><style>a &lt; b</style><use xlink:href='#x'/></svg>"
+            => r##"<body><svg><style>a &lt; b</style><use xlink:href="#x"></use></svg></body>"##;
+        pre_leading_newline_survives: "<pre>\n\nindented\n  text</pre><textarea>\n\nt</textarea>"
+            => "<body><pre>\n\nindented\n  text</pre><textarea>\n\nt</textarea></body>";
+        templates_keep_their_contents: "<body><template><tr><td>x</template><p>y"
+            => "<body><template><tr><td>x</td></tr></template><p>y</p></body>";
+        comments_are_kept: "<p>a<!-- note -->b</p>" => "<body><p>a<!-- note -->b</p></body>";
+        non_ascii_passes_through: "<p>naïve – 日本</p>" => "<body><p>naïve – 日本</p></body>";
+    }
+
+    #[test]
+    fn whole_document_with_doctype() {
+        let html = assert_round_trip("<!DOCTYPE html><title>T</title><p>x");
+        assert_eq!(
+            html,
+            "<!DOCTYPE html><html><head><title>T</title></head><body><p>x</p></body></html>"
+        );
+    }
+
+    #[test]
+    fn quirks_mode_survives_through_the_doctype() {
+        // In quirks mode a table does not close an open paragraph.
+        let html = r#"<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 4.01 Transitional//EN"><p>a<table><tr><td>b</table>"#;
+        let once = assert_round_trip(html);
+        assert!(once.contains("<p>a<table>"), "{once}");
+    }
+
+    #[test]
+    fn removed_nodes_are_left_out() {
+        let mut tree = Tree::parse("<div><p>a</p><p>b</p></div>");
+        let first = tree
+            .descendants(tree.root())
+            .find(|&id| tree.tag(id) == Some("p"));
+        tree.remove(first.expect("p"));
+        assert_eq!(
+            render(&tree),
+            "<html><head></head><body><div><p>b</p></div></body></html>"
+        );
+    }
+
+    #[test]
+    fn messy_markup_round_trips() {
+        for html in [
+            "<b><i>x</b>y</i>",
+            "<table>x<tr><td>y</table>z",
+            "<p>a<p>b<div>c</div>",
+            "<a href=1>1<div>2</a>3</div>",
+            "<select><option>a<option>b</select>",
+            "<html><head></head>\n<body>\n<p>x</p>\n</body>\n</html>\n<!-- tail -->",
+            "<noscript><p>n</p></noscript><iframe><b>f</b></iframe>",
+            "<math><mi>x</mi><annotation-xml encoding='text/html'><p>y</p></annotation-xml></math>",
+            "<plaintext><p>all & text",
+        ] {
+            assert_round_trip(html);
+        }
+    }
+
+    #[test]
+    fn deep_nesting_renders_without_recursion() {
+        const DEPTH: usize = 100_000;
+        let html = format!("{}deep{}", "<span>".repeat(DEPTH), "</span>".repeat(DEPTH));
+        let out = render(&Tree::parse(&html));
+        let expected_len = "<html><head></head><body></body></html>".len() + 4 + DEPTH * 13;
+        assert_eq!(out.len(), expected_len);
+        assert!(out.contains("<span>deep</span>"));
+        assert!(out.ends_with("</span></span></body></html>"));
+    }
+
+    /// Every development-set page survives render → parse → render unchanged.
+    #[test]
+    #[ignore = "reads the development set; slow in a debug build"]
+    fn bench_pages_round_trip() {
+        let mut failures = Vec::new();
+        let pages = crate::dom::tests::bench_pages();
+        for (i, page) in pages.iter().enumerate() {
+            let once = render(&Tree::parse(page));
+            let twice = render(&Tree::parse(&once));
+            if once != twice {
+                let at = once
+                    .bytes()
+                    .zip(twice.bytes())
+                    .take_while(|(a, b)| a == b)
+                    .count();
+                let from = at.saturating_sub(80);
+                failures.push(format!(
+                    "page {i} at {at}: {:?} vs {:?}",
+                    once.get(from..(at + 80).min(once.len())),
+                    twice.get(from..(at + 80).min(twice.len()))
+                ));
+            }
+        }
+        assert!(
+            failures.is_empty(),
+            "{} of {} pages: {failures:#?}",
+            failures.len(),
+            pages.len()
+        );
+    }
+}

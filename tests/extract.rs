@@ -1,0 +1,88 @@
+//! The `pith` binary offline: `extract` over several files (one of them failing) and
+//! `check-config` on good and bad files.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn pith(args: &[&std::ffi::OsStr]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pith")).args(args).env_remove("RUST_LOG").output().expect("run the pith binary")
+}
+
+fn os(s: &(impl AsRef<std::ffi::OsStr> + ?Sized)) -> &std::ffi::OsStr {
+    s.as_ref()
+}
+
+fn lines_of(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{} should exist: {e}", path.display()));
+    text.lines().map(|l| l.trim().to_string()).filter(|l| !l.is_empty()).collect()
+}
+
+#[test]
+fn extract_writes_text_per_file_and_reports_the_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let a = dir.path().join("a.html");
+    let b = dir.path().join("b.html");
+    let missing = dir.path().join("missing.html");
+    std::fs::write(&a, "<html><body><h1>Alpha heading</h1><p>Alpha paragraph text.</p><script>evil()</script></body></html>").unwrap();
+    // Non-UTF-8 input: the charset comes from the <meta> prescan, as in the proxy.
+    let (b_bytes, _, _) = encoding_rs::WINDOWS_1251
+        .encode("<html><head><meta charset=\"windows-1251\"></head><body><p>Бета абзац.</p><form><input value=\"x\"></form></body></html>");
+    std::fs::write(&b, &b_bytes).unwrap();
+
+    let output = pith(&[os("extract"), os("--profile"), os("declutter"), os("--format"), os("text"), os("--out-dir"), out.as_os_str(), a.as_os_str(), b.as_os_str(), missing.as_os_str()]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+
+    assert_eq!(output.status.code(), Some(1), "one file failed, so the run fails:\n{stderr}");
+    assert!(stderr.contains("missing.html"), "the failing file is named:\n{stderr}");
+    assert!(stderr.contains("3 files"), "the summary counts every file:\n{stderr}");
+    assert!(stderr.contains("1 failures") || stderr.contains("1 failure"), "the summary counts the failure:\n{stderr}");
+
+    let a_lines = lines_of(&out.join("a.txt"));
+    assert_eq!(a_lines, ["Alpha heading", "Alpha paragraph text."], "a.txt");
+    let b_lines = lines_of(&out.join("b.txt"));
+    assert_eq!(b_lines, ["Бета абзац."], "b.txt");
+    assert!(!out.join("missing.txt").exists());
+}
+
+#[test]
+fn extract_reads_standard_input_and_writes_html() {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pith"))
+        .args(["extract", "--format", "html"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run the pith binary");
+    child.stdin.take().unwrap().write_all(crate::common::CLUTTERED.as_bytes()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    crate::common::assert_decluttered(&String::from_utf8(output.stdout).expect("UTF-8 output"));
+}
+
+#[test]
+fn check_config_names_file_line_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[[listener]]\naddress = \"127.0.0.1:0\"\n\n[upstream]\nconect_timeout_ms = 5\n").unwrap();
+    let output = pith(&[os("check-config"), bad.as_os_str()]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(64), "a bad config is a usage error:\n{stderr}");
+    assert!(stderr.contains("bad.toml:5"), "file and line:\n{stderr}");
+    assert!(stderr.contains("upstream.conect_timeout_ms"), "the key:\n{stderr}");
+
+    let bad_value = dir.path().join("value.toml");
+    std::fs::write(&bad_value, "[[listener]]\naddress = \"127.0.0.1:0\"\nallow = [\"not-a-network\"]\n").unwrap();
+    let output = pith(&[os("check-config"), bad_value.as_os_str()]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(64), "{stderr}");
+    assert!(stderr.contains("value.toml:3") && stderr.contains("listener.allow"), "{stderr}");
+}
+
+#[test]
+fn check_config_accepts_the_shipped_proxy_toml() {
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("proxy.toml");
+    let output = pith(&[os("check-config"), shipped.as_os_str()]);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+}

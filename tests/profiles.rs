@@ -1,0 +1,130 @@
+//! What each profile serves, and which responses are never rewritten: `pass` forwards pages
+//! untouched, `text` serves their visible text, a missing Content-Type is sniffed, and HEAD and
+//! bodiless statuses stream through.
+
+use http::StatusCode;
+
+use crate::common::origin::status;
+use crate::common::*;
+
+#[tokio::test]
+async fn the_pass_profile_forwards_html_untouched() {
+    let origin = Origin::new().route("/page", |_| reply(&[("content-type", "text/html"), ("etag", "\"v1\"")], CLUTTERED)).run().await;
+    let pith = Pith::start("profile = \"pass\"").await;
+    let resp = pith.client().get(origin.url("/page")).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["content-type"], "text/html");
+    assert_eq!(resp.headers()["etag"], "\"v1\"");
+    assert!(resp.headers().get("x-pith").is_none());
+    assert_eq!(resp.bytes().await.unwrap(), CLUTTERED.as_bytes(), "byte-identical");
+}
+
+#[tokio::test]
+async fn the_text_profile_serves_one_block_per_line() {
+    let page = "<html><head><title>Doc</title><script>bad()</script></head><body>\
+                <h1>Title here</h1><p>First   paragraph\n continues.</p><ul><li>One</li><li>Two</li></ul>\
+                <div>Block <b>with</b> inline</div></body></html>";
+    let origin = Origin::new().route("/page", move |_| reply(&[("content-type", "text/html")], page)).run().await;
+    let pith = Pith::start("profile = \"text\"").await;
+    let resp = pith.client().get(origin.url("/page")).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["content-type"], "text/plain; charset=utf-8");
+    let text = resp.text().await.unwrap();
+    let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    for block in ["Title here", "First paragraph continues.", "One", "Two", "Block with inline"] {
+        assert!(lines.contains(&block), "{block:?} should be a line of its own:\n{text}");
+    }
+    let title = lines.iter().position(|l| *l == "Title here").unwrap();
+    let two = lines.iter().position(|l| *l == "Two").unwrap();
+    assert!(title < two, "blocks keep document order:\n{text}");
+    assert!(!text.contains("bad()") && !text.contains('<'), "no script, no markup:\n{text}");
+}
+
+#[tokio::test]
+async fn a_missing_content_type_is_sniffed() {
+    let binary: Vec<u8> = (0..20_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let expected = binary.clone();
+    let origin = Origin::new()
+        .route("/html", |_| reply(&[], CLUTTERED))
+        .route("/binary", move |_| reply(&[], binary.clone()))
+        .run()
+        .await;
+    let pith = Pith::start("").await;
+    let client = pith.client();
+
+    let resp = client.get(origin.url("/html")).send().await.unwrap();
+    let headers = resp.headers().clone();
+    let body = resp.text().await.unwrap();
+    assert_rewritten_headers(&headers, body.len());
+    assert_decluttered(&body);
+
+    let resp = client.get(origin.url("/binary")).send().await.unwrap();
+    assert!(resp.headers().get("x-pith").is_none());
+    assert!(resp.bytes().await.unwrap() == expected, "a sniffed non-HTML body passes byte-identical");
+}
+
+#[tokio::test]
+async fn head_and_bodiless_statuses_pass_through() {
+    let origin = Origin::new()
+        .route("/page", |_| reply(&[("content-type", "text/html")], CLUTTERED))
+        .route("/empty", |_| status(StatusCode::NO_CONTENT, ""))
+        .route("/unchanged", |_| {
+            let mut resp = reply(&[("content-type", "text/html"), ("etag", "\"v1\"")], "");
+            *resp.status_mut() = StatusCode::NOT_MODIFIED;
+            resp
+        })
+        .run()
+        .await;
+    let pith = Pith::start("").await;
+    let client = pith.client();
+
+    let resp = client.head(origin.url("/page")).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["content-length"], CLUTTERED.len().to_string(), "HEAD keeps the origin's length");
+    assert!(resp.headers().get("x-pith").is_none());
+    assert_eq!(origin.last().method, "HEAD");
+
+    let resp = client.get(origin.url("/empty")).send().await.unwrap();
+    assert_eq!(resp.status(), 204);
+    assert!(resp.bytes().await.unwrap().is_empty());
+
+    let resp = client.get(origin.url("/unchanged")).header("if-none-match", "\"v1\"").send().await.unwrap();
+    assert_eq!(resp.status(), 304);
+    assert_eq!(resp.headers()["etag"], "\"v1\"");
+    assert_eq!(origin.last().header("if-none-match").as_deref(), Some("\"v1\""));
+}
+
+/// proxy.toml says every key is optional and a key left out takes the default it shows; it
+/// shows `profile = "declutter"` and defines the `declutter` and `text` profiles. A config
+/// naming only a listener must therefore serve decluttered pages.
+#[tokio::test]
+async fn a_minimal_config_serves_the_documented_default_profile() {
+    let origin = Origin::new().route("/page", |_| reply(&[("content-type", "text/html")], CLUTTERED)).run().await;
+    let pith = Pith::from_config("[[listener]]\naddress = \"127.0.0.1:0\"\n").await;
+    let resp = pith.client().get(origin.url("/page")).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let summary = resp.headers().get("x-pith").map(|v| v.to_str().unwrap().to_string());
+    assert!(summary.as_deref().is_some_and(|s| s.contains("profile=declutter")), "x-pith: {summary:?}");
+    assert_decluttered(&resp.text().await.unwrap());
+}
+
+#[tokio::test]
+async fn each_listener_serves_its_own_profile() {
+    let origin = Origin::new().route("/page", |_| reply(&[("content-type", "text/html")], CLUTTERED)).run().await;
+    let config = format!(
+        "[[listener]]\naddress = \"127.0.0.1:0\"\nprofile = \"declutter\"\n\n\
+         [[listener]]\naddress = \"127.0.0.1:0\"\nprofile = \"pass\"\n\n\
+         [[listener]]\naddress = \"127.0.0.1:0\"\nprofile = \"text\"\n\n{PROFILES}"
+    );
+    let pith = Pith::from_config(&config).await;
+    assert_eq!(pith.addrs.len(), 3);
+    let via = |addr: std::net::SocketAddr| client_builder(reqwest::Proxy::all(format!("http://{addr}")).unwrap()).build().unwrap();
+
+    let decluttered = via(pith.addrs[0]).get(origin.url("/page")).send().await.unwrap().text().await.unwrap();
+    assert_decluttered(&decluttered);
+    let passed = via(pith.addrs[1]).get(origin.url("/page")).send().await.unwrap().text().await.unwrap();
+    assert_eq!(passed, CLUTTERED);
+    let resp = via(pith.addrs[2]).get(origin.url("/page")).send().await.unwrap();
+    assert_eq!(resp.headers()["content-type"], "text/plain; charset=utf-8");
+    assert!(resp.text().await.unwrap().lines().any(|l| l.trim() == "First paragraph stays."));
+}
