@@ -161,6 +161,8 @@ pub struct RawUpstream {
     pub extra_root_certificates: Vec<Spanned<String>>,
     /// Ports CONNECT may reach; empty = all.
     pub connect_ports: Vec<u16>,
+    /// Send a `Via` header to origins.
+    pub send_via: bool,
 }
 
 impl Default for RawUpstream {
@@ -173,6 +175,7 @@ impl Default for RawUpstream {
             pool_max_idle_per_host: 32,
             extra_root_certificates: Vec::new(),
             connect_ports: vec![443],
+            send_via: true,
         }
     }
 }
@@ -288,6 +291,8 @@ pub struct UpstreamConfig {
     pub extra_roots: Vec<CertificateDer<'static>>,
     /// Ports CONNECT may reach; empty = all.
     pub connect_ports: Vec<u16>,
+    /// Send a `Via` header to origins (loop detection by `Via` needs it).
+    pub send_via: bool,
 }
 
 /// Validated `[limits]`.
@@ -504,6 +509,7 @@ impl Validator<'_> {
             pool_max_idle_per_host: u.pool_max_idle_per_host,
             extra_roots,
             connect_ports: u.connect_ports.clone(),
+            send_via: u.send_via,
         })
     }
 

@@ -44,8 +44,14 @@ use adblock::Engine;
 /// They are refreshed by `scripts/fetch-filter-lists.sh`; `filters/lists/README.md` says where
 /// they come from and under which licence.
 pub const BUILTIN_LISTS: &[(&str, &str)] = &[
-    ("easylist.txt", include_str!("../../filters/lists/easylist.txt")),
-    ("easyprivacy.txt", include_str!("../../filters/lists/easyprivacy.txt")),
+    (
+        "easylist.txt",
+        include_str!("../../filters/lists/easylist.txt"),
+    ),
+    (
+        "easyprivacy.txt",
+        include_str!("../../filters/lists/easyprivacy.txt"),
+    ),
 ];
 
 /// What kind of request a URL on a page stands for, because rules are often restricted to some
@@ -126,7 +132,9 @@ pub struct AdFilter {
 
 impl std::fmt::Debug for AdFilter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AdFilter").field("lists", &self.lists).finish_non_exhaustive()
+        f.debug_struct("AdFilter")
+            .field("lists", &self.lists)
+            .finish_non_exhaustive()
     }
 }
 
@@ -142,7 +150,10 @@ impl AdFilter {
             stats.push(count_rules(name, text, options));
             set.add_filter_list(text.to_owned(), options);
         }
-        AdFilter { engine: Engine::new_with_filter_set(set), lists: stats }
+        AdFilter {
+            engine: Engine::new_with_filter_set(set),
+            lists: stats,
+        }
     }
 
     /// Reads and builds a filter from list files, for users who ship their own or fresher lists.
@@ -151,8 +162,10 @@ impl AdFilter {
             .iter()
             .map(|path| read_list(path).map(|text| (path.display().to_string(), text)))
             .collect::<Result<Vec<_>, _>>()?;
-        let borrowed: Vec<(&str, &str)> =
-            texts.iter().map(|(name, text)| (name.as_str(), text.as_str())).collect();
+        let borrowed: Vec<(&str, &str)> = texts
+            .iter()
+            .map(|(name, text)| (name.as_str(), text.as_str()))
+            .collect();
         Ok(AdFilter::from_lists(&borrowed))
     }
 
@@ -173,7 +186,9 @@ impl AdFilter {
     /// filter removes what it recognises and never guesses.
     pub fn is_blocked(&self, url: &str, page_url: &str, kind: RequestKind) -> bool {
         match Request::new(url, page_url, kind.as_engine_type(), "get") {
-            Ok(request) => request.is_supported && self.engine.check_network_request(&request).should_block(),
+            Ok(request) => {
+                request.is_supported && self.engine.check_network_request(&request).should_block()
+            }
             Err(_) => false,
         }
     }
@@ -185,11 +200,18 @@ impl AdFilter {
     /// (`div[class^="ad-"]`), which apply on every page. Generic rules are left out on pages
     /// with a `$generichide` exception. Procedural selectors (`:has-text()` ...) and scriptlets
     /// are not returned: they need a browser. The order is unspecified; there are no duplicates.
-    pub fn hidden_selectors(&self, page_url: &str, classes: &[String], ids: &[String]) -> Vec<String> {
+    pub fn hidden_selectors(
+        &self,
+        page_url: &str,
+        classes: &[String],
+        ids: &[String],
+    ) -> Vec<String> {
         let resources = self.engine.url_cosmetic_resources(page_url);
         let mut selectors: HashSet<String> = resources.hide_selectors;
         if !resources.generichide {
-            let generic = self.engine.hidden_class_id_selectors(classes, ids, &resources.exceptions);
+            let generic =
+                self.engine
+                    .hidden_class_id_selectors(classes, ids, &resources.exceptions);
             selectors.extend(generic);
         }
         selectors.into_iter().collect()
@@ -198,7 +220,10 @@ impl AdFilter {
     /// The number of rules in use (network and element-hiding, over all lists), for start-up
     /// logs and the status page.
     pub fn rule_count(&self) -> usize {
-        self.lists.iter().map(|list| list.network_rules + list.cosmetic_rules).sum()
+        self.lists
+            .iter()
+            .map(|list| list.network_rules + list.cosmetic_rules)
+            .sum()
     }
 
     /// Per-list counts of rules used and lines skipped, in the order the lists were given.
@@ -209,14 +234,22 @@ impl AdFilter {
 
 /// Reads one list file.
 fn read_list(path: &Path) -> Result<String, AdError> {
-    std::fs::read_to_string(path).map_err(|source| AdError::Io { path: path.to_path_buf(), source })
+    std::fs::read_to_string(path).map_err(|source| AdError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// Counts what the engine will make of a list, line by line, with the parser the engine itself
 /// uses. The engine keeps no per-line outcome, so this is the only way to tell the user how
 /// many lines it skipped.
 fn count_rules(name: &str, text: &str, options: ParseOptions) -> ListStats {
-    let mut stats = ListStats { name: name.to_owned(), network_rules: 0, cosmetic_rules: 0, skipped_lines: 0 };
+    let mut stats = ListStats {
+        name: name.to_owned(),
+        network_rules: 0,
+        cosmetic_rules: 0,
+        skipped_lines: 0,
+    };
     for line in text.lines() {
         if is_comment(line) {
             continue;
@@ -239,7 +272,6 @@ fn is_comment(line: &str) -> bool {
         || (line.starts_with('[') && line.ends_with(']'))
         || (line.starts_with('#') && line[1..].starts_with(char::is_whitespace))
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -296,7 +328,12 @@ example.org#@#.ad-banner
     #[test]
     fn counts_rules_and_skipped_lines_but_not_comments() {
         let filter = small();
-        let expected = ListStats { name: "test.txt".into(), network_rules: 5, cosmetic_rules: 5, skipped_lines: 1 };
+        let expected = ListStats {
+            name: "test.txt".into(),
+            network_rules: 5,
+            cosmetic_rules: 5,
+            skipped_lines: 1,
+        };
         assert_eq!(filter.lists(), [expected]);
         assert_eq!(filter.rule_count(), 10);
     }
@@ -346,10 +383,22 @@ example.org#@#.ad-banner
         let filter = small();
         let classes = strings(&["promo", "ad-banner", "article"]);
         let ids = strings(&["top-ad", "main"]);
-        let on_example_com = filter.hidden_selectors("https://www.example.com/page", &classes, &ids);
-        assert_eq!(sorted(on_example_com), ["#top-ad", ".ad-banner", ".promo", "div[class^=\"sponsor-\"]"]);
+        let on_example_com =
+            filter.hidden_selectors("https://www.example.com/page", &classes, &ids);
+        assert_eq!(
+            sorted(on_example_com),
+            [
+                "#top-ad",
+                ".ad-banner",
+                ".promo",
+                "div[class^=\"sponsor-\"]"
+            ]
+        );
         let elsewhere = filter.hidden_selectors("https://other.net/", &classes, &ids);
-        assert_eq!(sorted(elsewhere), ["#top-ad", ".ad-banner", "div[class^=\"sponsor-\"]"]);
+        assert_eq!(
+            sorted(elsewhere),
+            ["#top-ad", ".ad-banner", "div[class^=\"sponsor-\"]"]
+        );
     }
 
     #[test]
@@ -365,7 +414,10 @@ example.org#@#.ad-banner
         let classes = strings(&["ad-banner"]);
         let ids = strings(&["top-ad"]);
         let on_example_org = filter.hidden_selectors("https://example.org/", &classes, &ids);
-        assert_eq!(sorted(on_example_org), ["#top-ad", "div[class^=\"sponsor-\"]"]);
+        assert_eq!(
+            sorted(on_example_org),
+            ["#top-ad", "div[class^=\"sponsor-\"]"]
+        );
         let generichide = filter.hidden_selectors("https://quiet.example/", &classes, &ids);
         assert_eq!(generichide, Vec::<String>::new());
     }
@@ -375,7 +427,8 @@ example.org#@#.ad-banner
         let dir = tempfile::tempdir().expect("a temporary directory can be created");
         let path = dir.path().join("mine.txt");
         std::fs::write(&path, LIST).expect("the temporary directory is writable");
-        let filter = AdFilter::load(std::slice::from_ref(&path)).expect("the list was just written");
+        let filter =
+            AdFilter::load(std::slice::from_ref(&path)).expect("the list was just written");
         assert_eq!(filter.lists()[0].name, path.display().to_string());
         assert_eq!(filter.rule_count(), 10);
 
@@ -400,8 +453,15 @@ example.org#@#.ad-banner
     fn builtin_lists_parse_with_few_skipped_lines() {
         let start = Instant::now();
         let filter = AdFilter::builtin();
-        eprintln!("builtin(): {:?} (first call in this process parses; debug build)", start.elapsed());
-        let names: Vec<&str> = filter.lists().iter().map(|list| list.name.as_str()).collect();
+        eprintln!(
+            "builtin(): {:?} (first call in this process parses; debug build)",
+            start.elapsed()
+        );
+        let names: Vec<&str> = filter
+            .lists()
+            .iter()
+            .map(|list| list.name.as_str())
+            .collect();
         assert_eq!(names, ["easylist.txt", "easyprivacy.txt"]);
         for list in filter.lists() {
             eprintln!("{list:?}");
@@ -410,7 +470,10 @@ example.org#@#.ad-banner
             assert!(list.skipped_lines * 10 < list.network_rules, "{list:?}");
         }
         assert!(filter.lists()[0].cosmetic_rules > 10_000);
-        assert!(Arc::ptr_eq(&filter, &AdFilter::builtin()), "parsed once, then shared");
+        assert!(
+            Arc::ptr_eq(&filter, &AdFilter::builtin()),
+            "parsed once, then shared"
+        );
     }
 
     #[test]
@@ -457,10 +520,17 @@ example.org#@#.ad-banner
         let ids = strings(&["top-ad", "main"]);
         let found = filter.hidden_selectors("https://www.example.com/news", &classes, &ids);
         for expected in [".ad-slot", "#top-ad"] {
-            assert!(found.iter().any(|selector| selector == expected), "{expected} in {} selectors", found.len());
+            assert!(
+                found.iter().any(|selector| selector == expected),
+                "{expected} in {} selectors",
+                found.len()
+            );
         }
         for ordinary in [".article-body", "#main"] {
-            assert!(!found.iter().any(|selector| selector == ordinary), "{ordinary}");
+            assert!(
+                !found.iter().any(|selector| selector == ordinary),
+                "{ordinary}"
+            );
         }
     }
 
@@ -470,24 +540,46 @@ example.org#@#.ad-banner
     #[ignore = "a measurement, not a test; run in release"]
     fn zz_measure() {
         let start = Instant::now();
-        let stats: Vec<ListStats> =
-            BUILTIN_LISTS.iter().map(|&(name, text)| count_rules(name, text, ParseOptions::default())).collect();
+        let stats: Vec<ListStats> = BUILTIN_LISTS
+            .iter()
+            .map(|&(name, text)| count_rules(name, text, ParseOptions::default()))
+            .collect();
         let counting = start.elapsed();
         let start = Instant::now();
         let filter = AdFilter::from_lists(BUILTIN_LISTS);
         let building = start.elapsed();
-        eprintln!("from_lists(builtin): {building:?}, of which counting pass {counting:?}; {stats:?}");
+        eprintln!(
+            "from_lists(builtin): {building:?}, of which counting pass {counting:?}; {stats:?}"
+        );
 
         let page = "https://www.example.com/news/story";
         let urls = [
-            ("https://ad.doubleclick.net/ddm/clk/1;2;3", RequestKind::Link),
-            ("https://en.wikipedia.org/wiki/Proxy_server", RequestKind::Link),
+            (
+                "https://ad.doubleclick.net/ddm/clk/1;2;3",
+                RequestKind::Link,
+            ),
+            (
+                "https://en.wikipedia.org/wiki/Proxy_server",
+                RequestKind::Link,
+            ),
             ("https://www.example.com/news/other", RequestKind::Link),
-            ("https://pagead2.googlesyndication.com/pagead/show_ads.js", RequestKind::Script),
+            (
+                "https://pagead2.googlesyndication.com/pagead/show_ads.js",
+                RequestKind::Script,
+            ),
             ("https://www.example.com/static/app.js", RequestKind::Script),
-            ("https://upload.wikimedia.org/wikipedia/commons/a/a9/Example.jpg", RequestKind::Image),
-            ("https://cdn.example.com/images/2024/photo-1200x800.jpg?w=600", RequestKind::Image),
-            ("https://www.facebook.com/tr?id=1&ev=PageView", RequestKind::Image),
+            (
+                "https://upload.wikimedia.org/wikipedia/commons/a/a9/Example.jpg",
+                RequestKind::Image,
+            ),
+            (
+                "https://cdn.example.com/images/2024/photo-1200x800.jpg?w=600",
+                RequestKind::Image,
+            ),
+            (
+                "https://www.facebook.com/tr?id=1&ev=PageView",
+                RequestKind::Image,
+            ),
         ];
         let rounds = 20_000;
         let start = Instant::now();
@@ -500,13 +592,24 @@ example.org#@#.ad-banner
         let per_url = start.elapsed() / (rounds * urls.len() as u32);
         eprintln!("is_blocked: {per_url:?} per URL ({blocked} blocked)");
 
-        let classes = strings(&["header", "nav", "ad-banner", "article-body", "share", "footer"]);
+        let classes = strings(&[
+            "header",
+            "nav",
+            "ad-banner",
+            "article-body",
+            "share",
+            "footer",
+        ]);
         let ids = strings(&["main", "top-ad", "comments"]);
         let start = Instant::now();
         let mut found = 0;
         for _ in 0..1_000 {
             found += filter.hidden_selectors(page, &classes, &ids).len();
         }
-        eprintln!("hidden_selectors: {:?} per page ({} selectors)", start.elapsed() / 1_000, found / 1_000);
+        eprintln!(
+            "hidden_selectors: {:?} per page ({} selectors)",
+            start.elapsed() / 1_000,
+            found / 1_000
+        );
     }
 }

@@ -143,7 +143,8 @@ impl Handler {
         }
         let method = req.method().clone();
         let accept_encoding = req.headers().get(header::ACCEPT_ENCODING).cloned();
-        let req = forward::prepare(req, uri, &self.state.via)?;
+        let via = self.state.config.upstream.send_via.then_some(&self.state.via);
+        let req = forward::prepare(req, uri, via)?;
         let resp = forward::send(&self.state.client, req, &host, self.state.config.upstream.response_timeout).await?;
         let profile = &self.listener.profile;
         let ex = Exchange { method: &method, host: &host, accept_encoding, profile };

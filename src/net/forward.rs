@@ -102,7 +102,8 @@ pub fn has_passed(headers: &HeaderMap, via: &HeaderValue) -> bool {
 }
 
 /// Turns a client's absolute-form request into the request for the origin.
-pub fn prepare(mut req: Request<Incoming>, uri: Uri, via: &HeaderValue) -> Result<Request<Incoming>, ProxyError> {
+/// `via` is pith's entry, or `None` when the config says not to send one.
+pub fn prepare(mut req: Request<Incoming>, uri: Uri, via: Option<&HeaderValue>) -> Result<Request<Incoming>, ProxyError> {
     let authority = uri.authority().ok_or_else(|| ProxyError::BadRequest { reason: "the request target has no host".into() })?;
     let host = HeaderValue::from_str(authority.as_str())
         .map_err(|_| ProxyError::BadRequest { reason: format!("invalid host {authority}") })?;
@@ -110,7 +111,9 @@ pub fn prepare(mut req: Request<Incoming>, uri: Uri, via: &HeaderValue) -> Resul
     strip_hop_by_hop(headers);
     // The target's authority wins over any Host the client sent (RFC 9112 §3.2.2).
     headers.insert(header::HOST, host);
-    add_via(headers, via);
+    if let Some(via) = via {
+        add_via(headers, via);
+    }
     *req.uri_mut() = uri;
     *req.version_mut() = http::Version::HTTP_11;
     Ok(req)
