@@ -91,14 +91,19 @@ fn is_utf8_prefix(bytes: &[u8]) -> bool {
 
 /// The WHATWG "prescan a byte stream to determine its encoding" over `head`.
 fn prescan(head: &[u8]) -> Option<&'static Encoding> {
-    let mut scanner = Scanner { bytes: head, pos: 0 };
+    let mut scanner = Scanner {
+        bytes: head,
+        pos: 0,
+    };
     while scanner.pos < head.len() {
         let rest = &head[scanner.pos..];
         if rest.starts_with(b"<!--") {
             // `-->` may share its dashes with `<!--`, so `<!-->` is a whole comment.
             let end = find(&rest[2..], b"-->")?;
             scanner.pos += 2 + end + 2;
-        } else if starts_with_ignore_case(rest, b"<meta") && rest.get(5).is_some_and(|&b| is_space(b) || b == b'/') {
+        } else if starts_with_ignore_case(rest, b"<meta")
+            && rest.get(5).is_some_and(|&b| is_space(b) || b == b'/')
+        {
             scanner.pos += 5;
             if let Some(encoding) = scanner.meta()? {
                 return Some(encoding);
@@ -257,19 +262,28 @@ fn charset_from_meta_content(content: &[u8]) -> Option<&'static Encoding> {
     loop {
         pos += find_ignore_case(&content[pos..], b"charset")? + b"charset".len();
         let rest = &content[pos..];
-        let after_space = rest.iter().position(|&b| !is_space(b)).unwrap_or(rest.len());
+        let after_space = rest
+            .iter()
+            .position(|&b| !is_space(b))
+            .unwrap_or(rest.len());
         if rest.get(after_space) != Some(&b'=') {
             continue;
         }
         let value = &rest[after_space + 1..];
-        let value = &value[value.iter().position(|&b| !is_space(b)).unwrap_or(value.len())..];
+        let value = &value[value
+            .iter()
+            .position(|&b| !is_space(b))
+            .unwrap_or(value.len())..];
         let label = match value.first()? {
             &quote @ (b'"' | b'\'') => {
                 let end = value[1..].iter().position(|&b| b == quote)?;
                 &value[1..1 + end]
             }
             _ => {
-                let end = value.iter().position(|&b| is_space(b) || b == b';').unwrap_or(value.len());
+                let end = value
+                    .iter()
+                    .position(|&b| is_space(b) || b == b';')
+                    .unwrap_or(value.len());
                 &value[..end]
             }
         };
@@ -287,11 +301,15 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 fn find_ignore_case(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w.eq_ignore_ascii_case(needle))
+    haystack
+        .windows(needle.len())
+        .position(|w| w.eq_ignore_ascii_case(needle))
 }
 
 fn starts_with_ignore_case(haystack: &[u8], prefix: &[u8]) -> bool {
-    haystack.get(..prefix.len()).is_some_and(|h| h.eq_ignore_ascii_case(prefix))
+    haystack
+        .get(..prefix.len())
+        .is_some_and(|h| h.eq_ignore_ascii_case(prefix))
 }
 
 #[cfg(test)]
@@ -316,28 +334,142 @@ mod tests {
         };
     }
 
-    detects!(header_charset, Some("text/html; charset=ISO-8859-2"), b"<p>x</p>", ISO_8859_2, Header);
-    detects!(header_quoted, Some("text/html;charset=\"Shift_JIS\""), b"<p>x</p>", SHIFT_JIS, Header);
-    detects!(header_beats_meta, Some("text/html; charset=utf-8"), b"<meta charset=koi8-r>", UTF_8, Header);
-    detects!(header_unknown_label_falls_through, Some("text/html; charset=bogus"), b"<meta charset=gbk>", GBK, Meta);
-    detects!(header_without_charset, Some("text/html"), b"<p>caf\xc3\xa9</p>", UTF_8, Sniffed);
-    detects!(bom_utf8_beats_header, Some("text/html; charset=windows-1252"), b"\xEF\xBB\xBF<p>x", UTF_8, Bom);
+    detects!(
+        header_charset,
+        Some("text/html; charset=ISO-8859-2"),
+        b"<p>x</p>",
+        ISO_8859_2,
+        Header
+    );
+    detects!(
+        header_quoted,
+        Some("text/html;charset=\"Shift_JIS\""),
+        b"<p>x</p>",
+        SHIFT_JIS,
+        Header
+    );
+    detects!(
+        header_beats_meta,
+        Some("text/html; charset=utf-8"),
+        b"<meta charset=koi8-r>",
+        UTF_8,
+        Header
+    );
+    detects!(
+        header_unknown_label_falls_through,
+        Some("text/html; charset=bogus"),
+        b"<meta charset=gbk>",
+        GBK,
+        Meta
+    );
+    detects!(
+        header_without_charset,
+        Some("text/html"),
+        b"<p>caf\xc3\xa9</p>",
+        UTF_8,
+        Sniffed
+    );
+    detects!(
+        bom_utf8_beats_header,
+        Some("text/html; charset=windows-1252"),
+        b"\xEF\xBB\xBF<p>x",
+        UTF_8,
+        Bom
+    );
     detects!(bom_utf16le, None, b"\xFF\xFE<\0p\0>\0", UTF_16LE, Bom);
     detects!(bom_utf16be, None, b"\xFE\xFF\0<\0p\0>", UTF_16BE, Bom);
-    detects!(meta_charset, None, b"<!doctype html><meta charset=\"windows-1251\"><p>x", WINDOWS_1251, Meta);
-    detects!(meta_charset_unquoted, None, b"<html><head><META CHARSET=gbk>", GBK, Meta);
-    detects!(meta_http_equiv, None, b"<meta http-equiv=\"Content-Type\" content=\"text/html; charset=Shift_JIS\">", SHIFT_JIS, Meta);
-    detects!(meta_content_first, None, b"<meta content='text/html;charset=iso-8859-2' http-equiv=content-type>", ISO_8859_2, Meta);
-    detects!(meta_content_without_pragma_ignored, None, b"<meta name=x content=\"charset=koi8-r\"><p>a", UTF_8, Sniffed);
-    detects!(meta_in_comment_ignored, None, b"<!-- <meta charset=koi8-r> --><p>a", UTF_8, Sniffed);
-    detects!(meta_after_short_comment, None, b"<!--><meta charset=gbk>", GBK, Meta);
-    detects!(meta_in_attribute_ignored, None, b"<div title=\"<meta charset=koi8-r>\"><p>a", UTF_8, Sniffed);
-    detects!(meta_utf16_means_utf8, None, b"<meta charset=utf-16le><p>\xe9", UTF_8, Meta);
-    detects!(meta_unknown_label_ignored, None, b"<meta charset=nonsense><p>\xe9</p>", WINDOWS_1252, Default);
-    detects!(meta_first_wins, None, b"<meta charset=gbk><meta charset=koi8-r>", GBK, Meta);
-    detects!(sniff_valid_utf8, None, "<p>héllo wörld</p>".as_bytes(), UTF_8, Sniffed);
+    detects!(
+        meta_charset,
+        None,
+        b"<!doctype html><meta charset=\"windows-1251\"><p>x",
+        WINDOWS_1251,
+        Meta
+    );
+    detects!(
+        meta_charset_unquoted,
+        None,
+        b"<html><head><META CHARSET=gbk>",
+        GBK,
+        Meta
+    );
+    detects!(
+        meta_http_equiv,
+        None,
+        b"<meta http-equiv=\"Content-Type\" content=\"text/html; charset=Shift_JIS\">",
+        SHIFT_JIS,
+        Meta
+    );
+    detects!(
+        meta_content_first,
+        None,
+        b"<meta content='text/html;charset=iso-8859-2' http-equiv=content-type>",
+        ISO_8859_2,
+        Meta
+    );
+    detects!(
+        meta_content_without_pragma_ignored,
+        None,
+        b"<meta name=x content=\"charset=koi8-r\"><p>a",
+        UTF_8,
+        Sniffed
+    );
+    detects!(
+        meta_in_comment_ignored,
+        None,
+        b"<!-- <meta charset=koi8-r> --><p>a",
+        UTF_8,
+        Sniffed
+    );
+    detects!(
+        meta_after_short_comment,
+        None,
+        b"<!--><meta charset=gbk>",
+        GBK,
+        Meta
+    );
+    detects!(
+        meta_in_attribute_ignored,
+        None,
+        b"<div title=\"<meta charset=koi8-r>\"><p>a",
+        UTF_8,
+        Sniffed
+    );
+    detects!(
+        meta_utf16_means_utf8,
+        None,
+        b"<meta charset=utf-16le><p>\xe9",
+        UTF_8,
+        Meta
+    );
+    detects!(
+        meta_unknown_label_ignored,
+        None,
+        b"<meta charset=nonsense><p>\xe9</p>",
+        WINDOWS_1252,
+        Default
+    );
+    detects!(
+        meta_first_wins,
+        None,
+        b"<meta charset=gbk><meta charset=koi8-r>",
+        GBK,
+        Meta
+    );
+    detects!(
+        sniff_valid_utf8,
+        None,
+        "<p>héllo wörld</p>".as_bytes(),
+        UTF_8,
+        Sniffed
+    );
     detects!(sniff_ascii, None, b"<p>hello</p>", UTF_8, Sniffed);
-    detects!(fallback_windows_1252, None, b"<p>caf\xe9</p>", WINDOWS_1252, Default);
+    detects!(
+        fallback_windows_1252,
+        None,
+        b"<p>caf\xe9</p>",
+        WINDOWS_1252,
+        Default
+    );
     detects!(empty_document, None, b"", UTF_8, Sniffed);
 
     #[test]
@@ -351,25 +483,45 @@ mod tests {
     fn sniff_allows_a_character_cut_by_the_window() {
         let mut doc = "a".repeat(SNIFF_BYTES - 1).into_bytes();
         doc.extend_from_slice("é and more".as_bytes()); // é straddles the 64 KiB boundary
-        assert_eq!(detect(None, &doc), Detected { encoding: UTF_8, source: CharsetSource::Sniffed });
+        assert_eq!(
+            detect(None, &doc),
+            Detected {
+                encoding: UTF_8,
+                source: CharsetSource::Sniffed
+            }
+        );
     }
 
     #[test]
     fn content_type_parameters() {
         assert_eq!(from_content_type("text/html; charset=UTF-8"), Some(UTF_8));
-        assert_eq!(from_content_type("text/html; foo=bar; Charset = 'latin1' "), Some(WINDOWS_1252));
+        assert_eq!(
+            from_content_type("text/html; foo=bar; Charset = 'latin1' "),
+            Some(WINDOWS_1252)
+        );
         assert_eq!(from_content_type("text/html"), None);
-        assert_eq!(from_content_type("charset=utf-8"), None, "the media type is not a parameter");
+        assert_eq!(
+            from_content_type("charset=utf-8"),
+            None,
+            "the media type is not a parameter"
+        );
         assert_eq!(from_content_type("text/html; charset=no-such-thing"), None);
     }
 
     #[test]
     fn windows_1251_page_decodes() {
-        let text = "<html><head><meta charset=\"windows-1251\"></head><body>Привет, мир</body></html>";
+        let text =
+            "<html><head><meta charset=\"windows-1251\"></head><body>Привет, мир</body></html>";
         let (bytes, _, unmappable) = WINDOWS_1251.encode(text);
         assert!(!unmappable);
         let detected = detect(Some("text/html"), &bytes);
-        assert_eq!(detected, Detected { encoding: WINDOWS_1251, source: CharsetSource::Meta });
+        assert_eq!(
+            detected,
+            Detected {
+                encoding: WINDOWS_1251,
+                source: CharsetSource::Meta
+            }
+        );
         assert_eq!(to_utf8(&bytes, detected.encoding), text);
     }
 
@@ -396,7 +548,10 @@ mod tests {
 
     #[test]
     fn utf8_bom_is_stripped_and_malformed_bytes_replaced() {
-        assert_eq!(to_utf8(b"\xEF\xBB\xBF<p>a\xffb</p>", UTF_8), "<p>a\u{FFFD}b</p>");
+        assert_eq!(
+            to_utf8(b"\xEF\xBB\xBF<p>a\xffb</p>", UTF_8),
+            "<p>a\u{FFFD}b</p>"
+        );
         assert_eq!(to_utf8(b"caf\xe9", WINDOWS_1252), "café");
     }
 

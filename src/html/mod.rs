@@ -1,12 +1,13 @@
 //! Stage 1 of the pipeline: from a decoded HTML body to a filtered UTF-8 page.
 //!
-//! This module owns three things, one file each:
+//! This module owns, one file each:
 //!
 //! - [`charset`]: which encoding a page is in (BOM, header, `<meta>` prescan, sniffing) and its
 //!   transcoding to UTF-8;
 //! - [`rules`]: the rule-file language of `filters/` and its compiled form, [`RuleSet`];
 //! - [`stage1`]: the lol_html rewrite that applies a rule set, whole ([`rewrite`]) or streaming
-//!   ([`Rewriter`]), and never truncates a page.
+//!   ([`Rewriter`]), and never truncates a page;
+//! - [`ads`]: the ad and tracker matcher over EasyList-format lists.
 //!
 //! It leaves content-codings to [`crate::body`], everything that needs a tree (removers,
 //! extractors) to [`crate::dom`] and [`crate::extract`], and knows nothing of HTTP or tokio.

@@ -19,10 +19,13 @@
 //! | `remove SELECTOR` | drop every matching element with all its content |
 //! | `unwrap SELECTOR` | drop the matching element's tags, keep its content |
 //! | `strip-attr PATTERN... [in SELECTOR]` | drop attributes whose name matches a pattern (exact, or a prefix ending in `*` such as `on*`), on matching elements or, without `in`, on every element |
-//! | `strip-url SCHEME...` | drop URL attributes (`href`, `src`, `action`, ...) whose URL uses one of these schemes, after the normalisation browsers apply (entities, tabs and newlines, leading spaces, case) |
+//! | `strip-url SCHEME...` | drop the attributes through which a URL runs when followed or loaded (`a href`, `form action`, `iframe src`, ...) if the URL uses one of these schemes, read as browsers read it (entities, tabs and newlines, leading spaces, case) |
+//! | `remove-hidden` | drop elements hidden by the `hidden` attribute or an inline `display: none` / `visibility: hidden` style, which would show once styles are stripped |
 //! | `remove-comments` | drop every HTML comment |
 //!
 //! Every bad line of a file is reported, each with its line number, not just the first one.
+//! All `strip-attr` rules without `in`, `strip-url` and `remove-hidden` share one pass over each
+//! element's attributes, however many such rules a file has.
 //! `filters/README.md` documents the format for users, with examples.
 
 use std::fmt;
@@ -32,7 +35,8 @@ use std::sync::Arc;
 use lol_html::Selector;
 
 /// The built-in rule files, by the name a profile uses for them.
-pub const BUILTIN: &[(&str, &str)] = &[("declutter", include_str!("../../filters/declutter.rules"))];
+pub const BUILTIN: &[(&str, &str)] =
+    &[("declutter", include_str!("../../filters/declutter.rules"))];
 
 /// A compiled rule file: what one profile removes in stage 1.
 ///
@@ -41,20 +45,25 @@ pub const BUILTIN: &[(&str, &str)] = &[("declutter", include_str!("../../filters
 #[derive(Debug, Clone)]
 pub struct RuleSet {
     rules: Arc<[Rule]>,
+    everywhere: Arc<[AttrPattern]>,
     url_schemes: Arc<[String]>,
+    remove_hidden: bool,
     remove_comments: bool,
     fingerprint: u64,
 }
 
-/// One element rule, in file order (the order lol_html runs their handlers in).
+/// One rule with a selector, in file order.
 #[derive(Debug, Clone)]
 pub(crate) enum Rule {
     /// `remove SELECTOR`
     Remove(Selector),
     /// `unwrap SELECTOR`
     Unwrap(Selector),
-    /// `strip-attr PATTERN... [in SELECTOR]`
-    StripAttr { selector: Selector, patterns: Arc<[AttrPattern]> },
+    /// `strip-attr PATTERN... in SELECTOR`
+    StripAttr {
+        selector: Selector,
+        patterns: Arc<[AttrPattern]>,
+    },
 }
 
 /// An attribute-name pattern of `strip-attr`; names are matched in ASCII lowercase.
@@ -67,11 +76,6 @@ pub(crate) enum AttrPattern {
 }
 
 impl AttrPattern {
-    /// True for a `prefix*` pattern, which needs every attribute name of an element.
-    pub(crate) fn is_prefix(&self) -> bool {
-        matches!(self, AttrPattern::Prefix(_))
-    }
-
     /// True when `name` (already lowercase) matches the pattern.
     pub(crate) fn is_match(&self, name: &str) -> bool {
         match self {
@@ -132,8 +136,10 @@ impl fmt::Display for DisplayLines<'_> {
 impl RuleSet {
     /// Reads and parses a rule file; errors name the file (and each bad line).
     pub fn parse(path: &Path) -> Result<RuleSet, RuleError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| RuleError::Io { path: path.to_path_buf(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| RuleError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
         RuleSet::parse_str(&text, &path.display().to_string())
     }
 
@@ -147,13 +153,20 @@ impl RuleSet {
                 continue;
             }
             if let Err(reason) = builder.add(line) {
-                errors.push(LineError { line: index + 1, text: line.to_string(), reason });
+                errors.push(LineError {
+                    line: index + 1,
+                    text: line.to_string(),
+                    reason,
+                });
             }
         }
         if errors.is_empty() {
             Ok(builder.build())
         } else {
-            Err(RuleError::Invalid { origin: origin.to_string(), errors })
+            Err(RuleError::Invalid {
+                origin: origin.to_string(),
+                errors,
+            })
         }
     }
 
@@ -171,7 +184,11 @@ impl RuleSet {
 
     /// True when the set removes nothing.
     pub fn is_empty(&self) -> bool {
-        self.rules.is_empty() && self.url_schemes.is_empty() && !self.remove_comments
+        self.rules.is_empty()
+            && self.everywhere.is_empty()
+            && self.url_schemes.is_empty()
+            && !self.remove_hidden
+            && !self.remove_comments
     }
 
     /// A stable 64-bit hash (FNV-1a) of the rules, ignoring comments, blank lines and
@@ -180,9 +197,19 @@ impl RuleSet {
         self.fingerprint
     }
 
-    /// The element rules, in file order.
+    /// The rules with a selector, in file order.
     pub(crate) fn rules(&self) -> &[Rule] {
         &self.rules
+    }
+
+    /// The patterns of every `strip-attr` written without `in`, merged.
+    pub(crate) fn everywhere(&self) -> &Arc<[AttrPattern]> {
+        &self.everywhere
+    }
+
+    /// True when `remove-hidden` is on.
+    pub(crate) fn removes_hidden(&self) -> bool {
+        self.remove_hidden
     }
 
     /// The URL schemes `strip-url` removes, lowercase, without the colon.
@@ -200,10 +227,11 @@ impl RuleSet {
 #[derive(Default)]
 struct Builder {
     rules: Vec<Rule>,
-    /// Index in `rules` of the `strip-attr` rule without `in`: later ones are merged into it, so
-    /// a page pays for one pass over each element's attributes, not one per rule.
-    everywhere: Option<usize>,
+    /// The patterns of `strip-attr` rules without `in`, merged so that a page pays for one pass
+    /// over each element's attributes, not one per rule.
+    everywhere: Vec<AttrPattern>,
     url_schemes: Vec<String>,
+    remove_hidden: bool,
     remove_comments: bool,
     fingerprint: Fnv1a,
 }
@@ -220,11 +248,12 @@ impl Builder {
             "unwrap" => self.rules.push(Rule::Unwrap(parse_selector(rest)?)),
             "strip-attr" => self.add_strip_attr(rest)?,
             "strip-url" => self.url_schemes.extend(parse_schemes(rest)?),
+            "remove-hidden" if rest.is_empty() => self.remove_hidden = true,
             "remove-comments" if rest.is_empty() => self.remove_comments = true,
-            "remove-comments" => return Err("remove-comments takes no arguments".to_string()),
+            "remove-hidden" | "remove-comments" => return Err(format!("{directive} takes no arguments")),
             other => {
                 return Err(format!(
-                    "unknown directive `{other}` (expected remove, unwrap, strip-attr, strip-url or remove-comments)"
+                    "unknown directive `{other}` (expected remove, unwrap, strip-attr, strip-url, remove-hidden or remove-comments)"
                 ))
             }
         }
@@ -241,19 +270,20 @@ impl Builder {
     /// Adds a `strip-attr` rule, merging the ones that apply everywhere.
     fn add_strip_attr(&mut self, rest: &str) -> Result<(), String> {
         let (pattern_text, selector_text) = split_at_word(rest, "in");
-        let patterns = pattern_text.split_whitespace().map(parse_attr_pattern).collect::<Result<Vec<_>, _>>()?;
+        let patterns = pattern_text
+            .split_whitespace()
+            .map(parse_attr_pattern)
+            .collect::<Result<Vec<_>, _>>()?;
         if patterns.is_empty() {
             return Err("strip-attr needs at least one attribute name or prefix*".to_string());
         }
-        let selector = parse_selector(selector_text.unwrap_or("*"))?;
-        if selector_text.is_none() {
-            if let Some(Rule::StripAttr { patterns: merged, .. }) = self.everywhere.and_then(|i| self.rules.get_mut(i)) {
-                *merged = merged.iter().cloned().chain(patterns).collect();
-                return Ok(());
-            }
-            self.everywhere = Some(self.rules.len());
+        match selector_text {
+            None => self.everywhere.extend(patterns),
+            Some(text) => self.rules.push(Rule::StripAttr {
+                selector: parse_selector(text)?,
+                patterns: patterns.into(),
+            }),
         }
-        self.rules.push(Rule::StripAttr { selector, patterns: patterns.into() });
         Ok(())
     }
 
@@ -261,9 +291,17 @@ impl Builder {
         let mut url_schemes = self.url_schemes;
         url_schemes.sort();
         url_schemes.dedup();
+        let mut everywhere: Vec<AttrPattern> = Vec::with_capacity(self.everywhere.len());
+        for pattern in self.everywhere {
+            if !everywhere.contains(&pattern) {
+                everywhere.push(pattern);
+            }
+        }
         RuleSet {
             rules: self.rules.into(),
+            everywhere: everywhere.into(),
             url_schemes: url_schemes.into(),
+            remove_hidden: self.remove_hidden,
             remove_comments: self.remove_comments,
             fingerprint: self.fingerprint.0,
         }
@@ -276,14 +314,18 @@ fn parse_selector(text: &str) -> Result<Selector, String> {
     if text.is_empty() {
         return Err("missing CSS selector".to_string());
     }
-    text.parse::<Selector>().map_err(|e| format!("bad CSS selector ({e})"))
+    text.parse::<Selector>()
+        .map_err(|e| format!("bad CSS selector ({e})"))
 }
 
 /// Splits `text` at the first whitespace-separated occurrence of `word`: what comes before, and
 /// (trimmed) what comes after, if the word occurs.
 fn split_at_word<'a>(text: &'a str, word: &str) -> (&'a str, Option<&'a str>) {
     let mut word_start = None;
-    for (i, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
+    for (i, c) in text
+        .char_indices()
+        .chain(std::iter::once((text.len(), ' ')))
+    {
         match (c.is_whitespace(), word_start) {
             (false, None) => word_start = Some(i),
             (true, Some(start)) => {
@@ -302,17 +344,29 @@ fn split_at_word<'a>(text: &'a str, word: &str) -> (&'a str, Option<&'a str>) {
 /// names are case-insensitive.
 fn parse_attr_pattern(word: &str) -> Result<AttrPattern, String> {
     if word == "*" {
-        return Err("a bare `*` is not an attribute pattern (write `strip-attr NAME... in SELECTOR`)".to_string());
+        return Err(
+            "a bare `*` is not an attribute pattern (write `strip-attr NAME... in SELECTOR`)"
+                .to_string(),
+        );
     }
     let (name, is_prefix) = match word.strip_suffix('*') {
         Some(prefix) => (prefix, true),
         None => (word, false),
     };
-    if let Some(bad) = name.chars().find(|c| matches!(c, '"' | '\'' | '<' | '>' | '/' | '=' | '*' | ',') || c.is_control()) {
-        return Err(format!("`{bad}` cannot appear in an attribute name pattern"));
+    if let Some(bad) = name
+        .chars()
+        .find(|c| matches!(c, '"' | '\'' | '<' | '>' | '/' | '=' | '*' | ',') || c.is_control())
+    {
+        return Err(format!(
+            "`{bad}` cannot appear in an attribute name pattern"
+        ));
     }
     let name = name.to_ascii_lowercase();
-    Ok(if is_prefix { AttrPattern::Prefix(name) } else { AttrPattern::Exact(name) })
+    Ok(if is_prefix {
+        AttrPattern::Prefix(name)
+    } else {
+        AttrPattern::Exact(name)
+    })
 }
 
 /// One or more URL schemes (`javascript` or `javascript:`), as RFC 3986 spells them.
@@ -370,7 +424,9 @@ mod tests {
     fn line_errors(text: &str) -> Vec<(usize, String)> {
         match RuleSet::parse_str(text, "test.rules") {
             Ok(_) => panic!("expected errors in {text:?}"),
-            Err(RuleError::Invalid { errors, .. }) => errors.into_iter().map(|e| (e.line, e.text)).collect(),
+            Err(RuleError::Invalid { errors, .. }) => {
+                errors.into_iter().map(|e| (e.line, e.text)).collect()
+            }
             Err(e) => panic!("unexpected error {e}"),
         }
     }
@@ -383,7 +439,11 @@ mod tests {
                 match RuleSet::parse_str($line, "x.rules") {
                     Err(RuleError::Invalid { errors, .. }) => {
                         assert_eq!(errors.len(), 1, "{errors:?}");
-                        assert!(errors[0].reason.contains($reason), "reason was {:?}", errors[0].reason);
+                        assert!(
+                            errors[0].reason.contains($reason),
+                            "reason was {:?}",
+                            errors[0].reason
+                        );
                     }
                     other => panic!("{:?} was accepted: {other:?}", $line),
                 }
@@ -391,17 +451,46 @@ mod tests {
         };
     }
 
-    rejects!(unknown_directive, "delete script", "unknown directive `delete`");
+    rejects!(
+        unknown_directive,
+        "delete script",
+        "unknown directive `delete`"
+    );
     rejects!(remove_without_selector, "remove", "missing CSS selector");
     rejects!(remove_bad_selector, "remove div >", "bad CSS selector");
     rejects!(unsupported_selector, "unwrap a + b", "bad CSS selector");
-    rejects!(strip_attr_without_patterns, "strip-attr in table", "at least one attribute");
-    rejects!(strip_attr_in_without_selector, "strip-attr width in", "missing CSS selector");
+    rejects!(
+        strip_attr_without_patterns,
+        "strip-attr in table",
+        "at least one attribute"
+    );
+    rejects!(
+        strip_attr_in_without_selector,
+        "strip-attr width in",
+        "missing CSS selector"
+    );
     rejects!(strip_attr_old_order, "strip-attr * on*", "bare `*`");
-    rejects!(strip_attr_bad_name, "strip-attr wi=dth", "`=` cannot appear");
-    rejects!(strip_url_without_scheme, "strip-url", "at least one URL scheme");
+    rejects!(
+        strip_attr_bad_name,
+        "strip-attr wi=dth",
+        "`=` cannot appear"
+    );
+    rejects!(
+        strip_url_without_scheme,
+        "strip-url",
+        "at least one URL scheme"
+    );
     rejects!(strip_url_bad_scheme, "strip-url 1http", "not a URL scheme");
-    rejects!(remove_comments_with_argument, "remove-comments please", "takes no arguments");
+    rejects!(
+        remove_comments_with_argument,
+        "remove-comments please",
+        "takes no arguments"
+    );
+    rejects!(
+        remove_hidden_with_argument,
+        "remove-hidden [style]",
+        "remove-hidden takes no arguments"
+    );
 
     #[test]
     fn remove_and_unwrap_parse_whole_selectors() {
@@ -415,15 +504,49 @@ mod tests {
 
     #[test]
     fn strip_attr_patterns_and_selector() {
-        let rules = parse("strip-attr ON* Style\nstrip-attr width height in table, td[class~=\"a in b\"]");
-        let [Rule::StripAttr { patterns: everywhere, .. }, Rule::StripAttr { patterns: tables, selector }] = rules.rules() else {
+        let rules =
+            parse("strip-attr ON* Style\nstrip-attr width height in table, td[class~=\"a in b\"]");
+        let [Rule::StripAttr {
+            patterns: tables,
+            selector,
+        }] = rules.rules()
+        else {
             panic!("{:?}", rules.rules());
         };
-        assert_eq!(&everywhere[..], &[AttrPattern::Prefix("on".into()), AttrPattern::Exact("style".into())]);
-        assert_eq!(&tables[..], &[AttrPattern::Exact("width".into()), AttrPattern::Exact("height".into())]);
+        assert_eq!(
+            &rules.everywhere()[..],
+            &[
+                AttrPattern::Prefix("on".into()),
+                AttrPattern::Exact("style".into())
+            ]
+        );
+        assert_eq!(
+            &tables[..],
+            &[
+                AttrPattern::Exact("width".into()),
+                AttrPattern::Exact("height".into())
+            ]
+        );
         assert!(format!("{selector:?}").contains("table"));
         assert!(AttrPattern::Prefix("on".into()).is_match("onclick"));
         assert!(!AttrPattern::Exact("style".into()).is_match("styles"));
+    }
+
+    #[test]
+    fn strip_attr_everywhere_rules_merge_into_one() {
+        let rules =
+            parse("strip-attr on*\nremove aside\nstrip-attr style on*\nstrip-attr width in td");
+        let [Rule::Remove(_), Rule::StripAttr { patterns: td, .. }] = rules.rules() else {
+            panic!("{:?}", rules.rules());
+        };
+        assert_eq!(
+            &rules.everywhere()[..],
+            &[
+                AttrPattern::Prefix("on".into()),
+                AttrPattern::Exact("style".into())
+            ]
+        );
+        assert_eq!(&td[..], &[AttrPattern::Exact("width".into())]);
     }
 
     #[test]
@@ -432,6 +555,12 @@ mod tests {
         assert_eq!(rules.url_schemes(), ["javascript", "vbscript"]);
         assert!(rules.rules().is_empty());
         assert!(!rules.is_empty());
+    }
+
+    #[test]
+    fn remove_hidden_parses() {
+        let rules = parse("remove-hidden");
+        assert!(rules.removes_hidden() && !rules.is_empty() && rules.rules().is_empty());
     }
 
     #[test]
@@ -453,13 +582,28 @@ mod tests {
         let text = "remove script\nbogus line\n# fine\nremove ]]\nstrip-url\nunwrap font\n";
         assert_eq!(
             line_errors(text),
-            vec![(2, "bogus line".to_string()), (4, "remove ]]".to_string()), (5, "strip-url".to_string())]
+            vec![
+                (2, "bogus line".to_string()),
+                (4, "remove ]]".to_string()),
+                (5, "strip-url".to_string())
+            ]
         );
-        let Err(e) = RuleSet::parse_str(text, "mine.rules") else { panic!("accepted") };
+        let Err(e) = RuleSet::parse_str(text, "mine.rules") else {
+            panic!("accepted")
+        };
         let shown = e.to_string();
-        assert!(shown.starts_with("mine.rules:2: unknown directive `bogus`"), "{shown}");
-        assert!(shown.contains("\nmine.rules:4: bad CSS selector"), "{shown}");
-        assert!(shown.ends_with("mine.rules:5: strip-url needs at least one URL scheme: `strip-url`"), "{shown}");
+        assert!(
+            shown.starts_with("mine.rules:2: unknown directive `bogus`"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("\nmine.rules:4: bad CSS selector"),
+            "{shown}"
+        );
+        assert!(
+            shown.ends_with("mine.rules:5: strip-url needs at least one URL scheme: `strip-url`"),
+            "{shown}"
+        );
     }
 
     #[test]
@@ -467,11 +611,15 @@ mod tests {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let path = dir.path().join("site.rules");
         std::fs::write(&path, "remove aside\nnope\n").expect("writable temporary file");
-        let Err(RuleError::Invalid { origin, errors }) = RuleSet::parse(&path) else { panic!("accepted") };
+        let Err(RuleError::Invalid { origin, errors }) = RuleSet::parse(&path) else {
+            panic!("accepted")
+        };
         assert!(origin.ends_with("site.rules"));
         assert_eq!(errors[0].line, 2);
         let missing = dir.path().join("missing.rules");
-        let Err(RuleError::Io { path, .. }) = RuleSet::parse(&missing) else { panic!("read a missing file") };
+        let Err(RuleError::Io { path, .. }) = RuleSet::parse(&missing) else {
+            panic!("read a missing file")
+        };
         assert_eq!(path, missing);
     }
 
@@ -483,7 +631,11 @@ mod tests {
         assert_eq!(a.fingerprint(), b.fingerprint());
         assert_ne!(a.fingerprint(), c.fingerprint());
         assert_ne!(RuleSet::empty().fingerprint(), a.fingerprint());
-        assert_eq!(RuleSet::empty().fingerprint(), 0xcbf2_9ce4_8422_2325, "FNV-1a of nothing");
+        assert_eq!(
+            RuleSet::empty().fingerprint(),
+            0xcbf2_9ce4_8422_2325,
+            "FNV-1a of nothing"
+        );
     }
 
     #[test]
@@ -494,9 +646,15 @@ mod tests {
             }
         }
         let declutter = RuleSet::builtin("declutter").expect("declutter is built in");
-        assert!(declutter.removes_comments());
+        assert!(declutter.removes_comments() && declutter.removes_hidden());
         assert_eq!(declutter.url_schemes(), ["javascript", "vbscript"]);
-        assert!(declutter.rules().len() > 20);
+        assert!(declutter
+            .everywhere()
+            .contains(&AttrPattern::Prefix("on".into())));
+        assert!(declutter
+            .everywhere()
+            .contains(&AttrPattern::Exact("style".into())));
+        assert!(declutter.rules().len() > 15);
         assert!(RuleSet::builtin("no-such-profile").is_none());
     }
 

@@ -28,12 +28,14 @@ use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
 
 use encoding_rs::{Encoding, UTF_8};
 use lol_html::errors::RewritingError;
-use lol_html::html_content::{BailOut, Comment};
-use lol_html::send::{DocumentContentHandlers, Element, ElementContentHandlers, HtmlRewriter, Settings};
+use lol_html::html_content::{Attribute, BailOut, Comment};
+use lol_html::send::{
+    DocumentContentHandlers, Element, ElementContentHandlers, HtmlRewriter, Settings,
+};
 use lol_html::{HandlerResult, MemorySettings, OutputSink, Selector};
 
 use super::charset;
-use super::rules::{Rule, RuleSet};
+use super::rules::{AttrPattern, Rule, RuleSet};
 
 /// lol_html's memory limit per page by default. Its buffers hold at most one unfinished tag,
 /// comment or text run plus the open-element stack, so real pages stay far below this; a page
@@ -41,29 +43,53 @@ use super::rules::{Rule, RuleSet};
 /// unfiltered from there on instead of growing memory without bound.
 pub const DEFAULT_MEMORY_LIMIT: usize = 16 * 1024 * 1024;
 
-/// Attributes whose value is a URL that a browser may follow or load: what `strip-url` checks.
-const URL_ATTRIBUTES: &[&str] = &[
-    "href", "src", "action", "formaction", "data", "poster", "background", "cite", "longdesc",
-    "lowsrc", "dynsrc", "codebase", "xlink:href",
+/// Where a URL runs when the link is followed, the form submitted or the frame loaded: the
+/// (element, attribute) pairs `strip-url` checks. (A `javascript:` image or stylesheet URL does
+/// nothing in a current browser.)
+const URL_TARGETS: &[(&str, &str)] = &[
+    ("a", "href"),
+    ("a", "xlink:href"),
+    ("area", "href"),
+    ("form", "action"),
+    ("button", "formaction"),
+    ("input", "formaction"),
+    ("iframe", "src"),
+    ("frame", "src"),
+    ("embed", "src"),
+    ("object", "data"),
+    ("object", "codebase"),
+    ("applet", "codebase"),
 ];
 
-/// Elements that carry a URL attribute (lol_html needs a selector to call a handler).
+/// The elements of [`URL_TARGETS`] that carry their attribute, as one selector. Each selector
+/// names its element, so lol_html reads the attributes of these few tags only.
 static URL_ELEMENTS: LazyLock<Selector> = LazyLock::new(|| {
-    let list: Vec<String> = URL_ATTRIBUTES.iter().map(|a| format!("[{}]", a.replace(':', "\\:"))).collect();
-    list.join(",").parse().expect("the URL attribute list is a valid selector")
+    let list: Vec<String> = URL_TARGETS
+        .iter()
+        .map(|(tag, attr)| format!("{tag}[{}]", attr.replace(':', "\\:")))
+        .collect();
+    list.join(", ")
+        .parse()
+        .expect("the URL target list is a valid selector")
 });
+
+static ANY_ELEMENT: LazyLock<Selector> =
+    LazyLock::new(|| "*".parse().expect("a valid selector literal"));
 
 static META_CHARSET: LazyLock<Selector> =
     LazyLock::new(|| "meta[charset]".parse().expect("a valid selector literal"));
 
-static META_CONTENT_TYPE: LazyLock<Selector> =
-    LazyLock::new(|| "meta[http-equiv=content-type i]".parse().expect("a valid selector literal"));
+static META_CONTENT_TYPE: LazyLock<Selector> = LazyLock::new(|| {
+    "meta[http-equiv=content-type i]"
+        .parse()
+        .expect("a valid selector literal")
+});
 
 /// What stage 1 did, for logs and response headers.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Stage1Stats {
-    /// Elements removed or unwrapped by rules (an element inside one already removed may be
-    /// counted too: lol_html still visits it).
+    /// Elements removed by `remove`, `unwrap` or `remove-hidden` (an element inside one already
+    /// removed may be counted too: lol_html still visits it).
     pub elements_removed: u64,
     /// Attributes removed by `strip-attr` and `strip-url`, on elements that were kept.
     pub attributes_removed: u64,
@@ -93,12 +119,17 @@ pub fn rewrite(rules: &RuleSet, html: &str) -> Result<(String, Stage1Stats), Rew
 }
 
 /// [`rewrite`] with a chosen lol_html memory limit.
-fn rewrite_with_limit(rules: &RuleSet, html: &str, memory_limit: usize) -> Result<(String, Stage1Stats), RewriteError> {
+fn rewrite_with_limit(
+    rules: &RuleSet,
+    html: &str,
+    memory_limit: usize,
+) -> Result<(String, Stage1Stats), RewriteError> {
     let mut rewriter = Rewriter::build(rules, memory_limit, html.len());
     rewriter.write(html.as_bytes())?;
     let (bytes, stats) = rewriter.end()?;
     // lol_html only cuts UTF-8 input at token boundaries, so this never has to repair anything.
-    let text = String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    let text = String::from_utf8(bytes)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
     Ok((text, stats))
 }
 
@@ -117,7 +148,8 @@ pub struct Rewriter {
 
 #[derive(Debug)]
 enum State {
-    Rewriting(HtmlRewriter<'static, SharedSink>),
+    // Boxed: lol_html's rewriter is about a kilobyte, and a `Rewriter` moves into body streams.
+    Rewriting(Box<HtmlRewriter<'static, SharedSink>>),
     PassingThrough,
     Failed,
 }
@@ -166,7 +198,11 @@ impl Rewriter {
         let counters = Arc::new(Counters::default());
         let settings = settings(rules, &counters, memory_limit);
         let rewriter = HtmlRewriter::new(settings, SharedSink(Arc::clone(&output)));
-        Rewriter { state: State::Rewriting(rewriter), output, counters }
+        Rewriter {
+            state: State::Rewriting(Box::new(rewriter)),
+            output,
+            counters,
+        }
     }
 
     /// Feeds the next chunk of the page (chunks may split tags and characters anywhere).
@@ -184,7 +220,11 @@ impl Rewriter {
 
     /// Drains the output produced so far.
     pub fn take_output(&mut self) -> Vec<u8> {
-        std::mem::take(&mut *lock(&self.output))
+        let mut buffer = lock(&self.output);
+        // The next chunk's output is about as large: start from the same capacity rather than
+        // growing from nothing again.
+        let capacity = buffer.capacity();
+        std::mem::replace(&mut *buffer, Vec::with_capacity(capacity))
     }
 
     /// What the rewriter has done so far.
@@ -207,7 +247,8 @@ impl Rewriter {
             State::PassingThrough => {}
             State::Failed => return Err(used_after_failure()),
         }
-        Ok((self.take_output(), self.stats()))
+        let output = std::mem::take(&mut *lock(&self.output));
+        Ok((output, self.stats()))
     }
 
     /// After a lol_html error: a graceful bail-out (our bail-out handler ran, so the sink has
@@ -225,47 +266,76 @@ impl Rewriter {
 }
 
 fn used_after_failure() -> RewriteError {
-    RewriteError::Rewriting { source: RewritingError::ContentHandlerError(Box::new(UsedAfterFailure)) }
+    RewriteError::Rewriting {
+        source: RewritingError::ContentHandlerError(Box::new(UsedAfterFailure)),
+    }
 }
 
-/// lol_html settings for one page: the charset handlers first (so a rule removing the element
-/// still wins), then the rules in file order.
-fn settings<'s>(rules: &'s RuleSet, counters: &Arc<Counters>, memory_limit: usize) -> Settings<'static, 's> {
+/// lol_html settings for one page: the fixed part ([`base_settings`]), then `remove` and
+/// `unwrap` rules in file order, then the attribute work.
+fn settings<'s>(
+    rules: &'s RuleSet,
+    counters: &Arc<Counters>,
+    memory_limit: usize,
+) -> Settings<'static, 's> {
+    let mut settings = base_settings(counters, memory_limit);
+    // Removals first: an element that goes needs no attribute work, and is not counted for it.
+    for rule in rules.rules() {
+        let handler = match rule {
+            Rule::Remove(selector) => removal(selector, false, counters),
+            Rule::Unwrap(selector) => removal(selector, true, counters),
+            Rule::StripAttr { .. } => continue,
+        };
+        settings = settings.append_element_content_handler(handler);
+    }
+    if let Some(handler) = attribute_pass(rules, counters) {
+        settings = settings.append_element_content_handler(handler);
+    }
+    for rule in rules.rules() {
+        if let Rule::StripAttr { selector, patterns } = rule {
+            let pass = AttrPass {
+                patterns: Arc::clone(patterns),
+                schemes: Arc::from([]),
+                remove_hidden: false,
+            };
+            let handler = pass.into_handler(counters);
+            settings = settings.append_element_content_handler((Cow::Borrowed(selector), handler));
+        }
+    }
+    if rules.removes_comments() {
+        let remove = |comment: &mut Comment<'_>| {
+            comment.remove();
+            Ok(())
+        };
+        settings = settings
+            .append_document_content_handler(DocumentContentHandlers::default().comments(remove));
+    }
+    settings
+}
+
+/// What every page gets: the memory limit and graceful bail-outs (recorded in `counters`), no
+/// strict mode (see the module docs), and the charset handlers, first so that a rule removing
+/// the element still wins.
+fn base_settings<'s>(counters: &Arc<Counters>, memory_limit: usize) -> Settings<'static, 's> {
     let memory = MemorySettings::new()
         .with_max_allowed_memory_usage(memory_limit)
         .with_graceful_bail_out_on_memory_limit_exceeded(true);
-    let bail_out_counters = Arc::clone(counters);
-    let mut settings = Settings::new_send()
+    let counters = Arc::clone(counters);
+    Settings::new_send()
         .with_strict(false)
         .with_memory_settings(memory)
         .with_graceful_bail_out_on_content_handler_error(true)
         .append_bail_out_handler(move |_: &RewritingError, _: &mut BailOut<'_>| {
-            bail_out_counters.bailed_out.store(true, Ordering::Relaxed);
+            counters.bailed_out.store(true, Ordering::Relaxed);
         })
-        .append_element_content_handler((Cow::Borrowed(&*META_CHARSET), on_element(declare_utf8_charset)))
-        .append_element_content_handler((Cow::Borrowed(&*META_CONTENT_TYPE), on_element(declare_utf8_content_type)));
-    for rule in rules.rules() {
-        settings = settings.append_element_content_handler(rule_handler(rule, counters));
-    }
-    if !rules.url_schemes().is_empty() {
-        let schemes: Arc<[String]> = rules.url_schemes().into();
-        let counters = Arc::clone(counters);
-        let handler = on_element(move |el: &mut Element<'_, '_>| {
-            let removed = strip_attributes(el, |name, value| is_url_with_scheme(name, value, &schemes));
-            counters.attributes.fetch_add(removed, Ordering::Relaxed);
-            Ok(())
-        });
-        settings = settings.append_element_content_handler((Cow::Borrowed(&*URL_ELEMENTS), handler));
-    }
-    if rules.removes_comments() {
-        settings = settings.append_document_content_handler(DocumentContentHandlers::default().comments(
-            |comment: &mut Comment<'_>| {
-                comment.remove();
-                Ok(())
-            },
-        ));
-    }
-    settings
+        .append_element_content_handler((
+            Cow::Borrowed(&*META_CHARSET),
+            on_element(declare_utf8_charset),
+        ))
+        .append_element_content_handler((
+            Cow::Borrowed(&*META_CONTENT_TYPE),
+            on_element(declare_utf8_content_type),
+        ))
 }
 
 /// Wraps a closure as an element handler (this pins the closure's argument type for inference).
@@ -275,67 +345,166 @@ fn on_element(
     ElementContentHandlers::default().element(handler)
 }
 
-/// The lol_html handler for one `remove`, `unwrap` or `strip-attr` rule.
-fn rule_handler<'s>(rule: &'s Rule, counters: &Arc<Counters>) -> (Cow<'s, Selector>, ElementContentHandlers<'static>) {
+/// The handler of a `remove` rule, or of an `unwrap` rule when `keep_content`.
+fn removal<'s>(
+    selector: &'s Selector,
+    keep_content: bool,
+    counters: &Arc<Counters>,
+) -> (Cow<'s, Selector>, ElementContentHandlers<'static>) {
     let counters = Arc::clone(counters);
-    match rule {
-        Rule::Remove(selector) => (
-            Cow::Borrowed(selector),
-            on_element(move |el: &mut Element<'_, '_>| {
-                if !el.removed() {
-                    el.remove();
-                    counters.elements.fetch_add(1, Ordering::Relaxed);
-                }
-                Ok(())
-            }),
-        ),
-        Rule::Unwrap(selector) => (
-            Cow::Borrowed(selector),
-            on_element(move |el: &mut Element<'_, '_>| {
-                if !el.removed() {
-                    el.remove_and_keep_content();
-                    counters.elements.fetch_add(1, Ordering::Relaxed);
-                }
-                Ok(())
-            }),
-        ),
-        Rule::StripAttr { selector, patterns } => {
-            let patterns = Arc::clone(patterns);
-            (
-                Cow::Borrowed(selector),
-                on_element(move |el: &mut Element<'_, '_>| {
-                    let removed = strip_attributes(el, |name, _| patterns.iter().any(|p| p.is_match(name)));
-                    counters.attributes.fetch_add(removed, Ordering::Relaxed);
-                    Ok(())
-                }),
-            )
+    let handler = on_element(move |el: &mut Element<'_, '_>| {
+        if !el.removed() {
+            if keep_content {
+                el.remove_and_keep_content();
+            } else {
+                el.remove();
+            }
+            counters.elements.fetch_add(1, Ordering::Relaxed);
         }
+        Ok(())
+    });
+    (Cow::Borrowed(selector), handler)
+}
+
+/// The one handler for the work that looks at every element's attributes: `strip-attr` without
+/// `in`, `remove-hidden`, and `strip-url`. Sharing one pass matters: each selector lol_html must
+/// try on every element costs throughput on every page. `strip-url` alone is cheaper with its own
+/// selector, which names the few elements where a URL can run code.
+fn attribute_pass(
+    rules: &RuleSet,
+    counters: &Arc<Counters>,
+) -> Option<(Cow<'static, Selector>, ElementContentHandlers<'static>)> {
+    let pass = AttrPass {
+        patterns: Arc::clone(rules.everywhere()),
+        schemes: rules.url_schemes().into(),
+        remove_hidden: rules.removes_hidden(),
+    };
+    let selector = if !pass.patterns.is_empty() || pass.remove_hidden {
+        &*ANY_ELEMENT
+    } else if !pass.schemes.is_empty() {
+        &*URL_ELEMENTS
+    } else {
+        return None;
+    };
+    Some((Cow::Borrowed(selector), pass.into_handler(counters)))
+}
+
+/// What one attribute handler does to an element: drop names matching `patterns`, drop URL
+/// attributes (of [`URL_TARGETS`]) whose URL uses one of `schemes`, and, with `remove_hidden`,
+/// drop the whole element if it is hidden.
+struct AttrPass {
+    patterns: Arc<[AttrPattern]>,
+    schemes: Arc<[String]>,
+    remove_hidden: bool,
+}
+
+impl AttrPass {
+    fn into_handler(self, counters: &Arc<Counters>) -> ElementContentHandlers<'static> {
+        let counters = Arc::clone(counters);
+        on_element(move |el: &mut Element<'_, '_>| {
+            self.apply(el, &counters);
+            Ok(())
+        })
+    }
+
+    /// Reads each attribute name once (an allocation each: lol_html offers no borrowed name),
+    /// which beats a lookup per pattern on elements with few attributes.
+    fn apply(&self, el: &mut Element<'_, '_>, counters: &Counters) {
+        if el.removed() {
+            return;
+        }
+        let (mut hidden, mut tag) = (false, None);
+        let names: Vec<String> = el
+            .attributes()
+            .iter()
+            .filter_map(|attr| {
+                let name = attr.name();
+                hidden = hidden || (self.remove_hidden && hides(&name, attr));
+                let strip = self.patterns.iter().any(|p| p.is_match(&name))
+                    || runs_code(el, attr, &name, &self.schemes, &mut tag);
+                strip.then_some(name)
+            })
+            .collect();
+        if hidden
+            && !matches!(
+                tag.get_or_insert_with(|| el.tag_name()).as_str(),
+                "html" | "body"
+            )
+        {
+            el.remove();
+            counters.elements.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        for name in &names {
+            el.remove_attribute(name);
+        }
+        counters
+            .attributes
+            .fetch_add(names.len() as u64, Ordering::Relaxed);
     }
 }
 
-/// Removes the attributes for which `should_strip(lowercase_name, raw_value)` holds, unless the
-/// element is already gone; returns how many were removed.
-fn strip_attributes(el: &mut Element<'_, '_>, should_strip: impl Fn(&str, &str) -> bool) -> u64 {
-    if el.removed() {
-        return 0;
+/// True when `attr` hides its element: `hidden` (except `hidden=until-found`, which find-in-page
+/// reveals), or a `style` declaring `display: none` or `visibility: hidden`/`collapse`.
+fn hides(name: &str, attr: &Attribute<'_>) -> bool {
+    match name {
+        "hidden" => !attr.value().trim().eq_ignore_ascii_case("until-found"),
+        "style" => style_hides(&attr.value()),
+        _ => false,
     }
-    let names: Vec<String> = el
-        .attributes()
-        .iter()
-        .filter_map(|attr| {
-            let name = attr.name();
-            should_strip(&name, &attr.value()).then_some(name)
-        })
-        .collect();
-    for name in &names {
-        el.remove_attribute(name);
+}
+
+/// Reads the declarations of an inline style the way CSS does for these two properties: names
+/// and keywords in any case, spaces anywhere, `!important` allowed. (`content-visibility` is a
+/// different property: it hides nothing from the reader.)
+fn style_hides(style: &str) -> bool {
+    style.split(';').any(|declaration| {
+        let Some((property, value)) = declaration.split_once(':') else {
+            return false;
+        };
+        let value = value.trim();
+        let value = match value
+            .len()
+            .checked_sub(10)
+            .and_then(|at| value.get(at..).map(|tail| (at, tail)))
+        {
+            Some((at, tail)) if tail.eq_ignore_ascii_case("!important") => value[..at].trim_end(),
+            _ => value,
+        };
+        match property.trim() {
+            p if p.eq_ignore_ascii_case("display") => value.eq_ignore_ascii_case("none"),
+            p if p.eq_ignore_ascii_case("visibility") => {
+                value.eq_ignore_ascii_case("hidden") || value.eq_ignore_ascii_case("collapse")
+            }
+            _ => false,
+        }
+    })
+}
+
+/// True when `attr` is a URL attribute of [`URL_TARGETS`] whose URL uses one of `schemes`. The
+/// element's name is only needed, and then kept in `tag`, once a URL matches.
+fn runs_code(
+    el: &Element<'_, '_>,
+    attr: &Attribute<'_>,
+    name: &str,
+    schemes: &[String],
+    tag: &mut Option<String>,
+) -> bool {
+    if schemes.is_empty() || !URL_TARGETS.iter().any(|&(_, a)| a == name) {
+        return false;
     }
-    names.len() as u64
+    if !url_scheme(&attr.value()).is_some_and(|scheme| schemes.contains(&scheme)) {
+        return false;
+    }
+    let tag = tag.get_or_insert_with(|| el.tag_name());
+    URL_TARGETS.contains(&(tag.as_str(), name))
 }
 
 /// `<meta charset=...>` becomes `utf-8`, unless it already says so.
 fn declare_utf8_charset(el: &mut Element<'_, '_>) -> HandlerResult {
-    let declared = el.get_attribute("charset").and_then(|label| Encoding::for_label(label.trim().as_bytes()));
+    let declared = el
+        .get_attribute("charset")
+        .and_then(|label| Encoding::for_label(label.trim().as_bytes()));
     if declared != Some(UTF_8) {
         el.set_attribute("charset", "utf-8")?;
     }
@@ -344,16 +513,13 @@ fn declare_utf8_charset(el: &mut Element<'_, '_>) -> HandlerResult {
 
 /// `<meta http-equiv=content-type content=...>` gets `charset=utf-8`, unless it already says so.
 fn declare_utf8_content_type(el: &mut Element<'_, '_>) -> HandlerResult {
-    let declared = el.get_attribute("content").and_then(|content| charset::from_content_type(&content));
+    let declared = el
+        .get_attribute("content")
+        .and_then(|content| charset::from_content_type(&content));
     if declared != Some(UTF_8) {
         el.set_attribute("content", "text/html; charset=utf-8")?;
     }
     Ok(())
-}
-
-/// True for a URL attribute whose value uses one of `schemes` (lowercase, no colon).
-fn is_url_with_scheme(name: &str, value: &str, schemes: &[String]) -> bool {
-    URL_ATTRIBUTES.contains(&name) && url_scheme(value).is_some_and(|scheme| schemes.contains(&scheme))
 }
 
 /// The scheme of a URL as a browser reads it from an attribute: character references decoded,
@@ -370,7 +536,9 @@ fn url_scheme(value: &str) -> Option<String> {
             '\t' | '\n' | '\r' => {}
             c if scheme.is_empty() && c <= ' ' => {}
             ':' => return (!scheme.is_empty()).then_some(scheme),
-            c if c.is_ascii_alphabetic() || (!scheme.is_empty() && (c.is_ascii_digit() || matches!(c, '+' | '-' | '.'))) => {
+            c if c.is_ascii_alphabetic()
+                || (!scheme.is_empty() && (c.is_ascii_digit() || matches!(c, '+' | '-' | '.'))) =>
+            {
                 if scheme.len() >= 32 {
                     return None;
                 }
@@ -396,14 +564,30 @@ fn next_decoded(rest: &mut &str) -> Option<char> {
 /// A character reference at the start of `s` (which starts with `&`): numeric ones, and the
 /// named ones that can spell a scheme or hide its colon. Returns the character and the length.
 fn char_reference(s: &str) -> Option<(char, usize)> {
-    const NAMED: [(&str, char); 5] =
-        [("&colon;", ':'), ("&Tab;", '\t'), ("&NewLine;", '\n'), ("&plus;", '+'), ("&period;", '.')];
+    const NAMED: [(&str, char); 5] = [
+        ("&colon;", ':'),
+        ("&Tab;", '\t'),
+        ("&NewLine;", '\n'),
+        ("&plus;", '+'),
+        ("&period;", '.'),
+    ];
     let bytes = s.as_bytes();
     if bytes.get(1) != Some(&b'#') {
-        return NAMED.iter().find(|(name, _)| s.starts_with(name)).map(|&(name, c)| (c, name.len()));
+        return NAMED
+            .iter()
+            .find(|(name, _)| s.starts_with(name))
+            .map(|&(name, c)| (c, name.len()));
     }
-    let (radix, start) = if matches!(bytes.get(2), Some(b'x' | b'X')) { (16, 3) } else { (10, 2) };
-    let digits = bytes.get(start..)?.iter().take_while(|b| char::from(**b).is_digit(radix)).count();
+    let (radix, start) = if matches!(bytes.get(2), Some(b'x' | b'X')) {
+        (16, 3)
+    } else {
+        (10, 2)
+    };
+    let digits = bytes
+        .get(start..)?
+        .iter()
+        .take_while(|b| char::from(**b).is_digit(radix))
+        .count();
     if digits == 0 {
         return None;
     }
@@ -412,7 +596,12 @@ fn char_reference(s: &str) -> Option<(char, usize)> {
         .filter_map(|b| char::from(*b).to_digit(radix))
         .fold(0u32, |acc, d| acc.saturating_mul(radix).saturating_add(d));
     let len = start + digits + usize::from(bytes.get(start + digits) == Some(&b';'));
-    Some((char::from_u32(value).filter(|&c| c != '\0').unwrap_or('\u{FFFD}'), len))
+    Some((
+        char::from_u32(value)
+            .filter(|&c| c != '\0')
+            .unwrap_or('\u{FFFD}'),
+        len,
+    ))
 }
 
 #[cfg(test)]
@@ -435,8 +624,18 @@ mod tests {
     /// Compares long outputs without printing them whole: where they part, and around it.
     fn assert_same(got: &str, expected: &str) {
         if got != expected {
-            let at = got.bytes().zip(expected.bytes()).take_while(|(a, b)| a == b).count();
-            let around = |s: &str| s.get(at.saturating_sub(40)..).unwrap_or("").chars().take(120).collect::<String>();
+            let at = got
+                .bytes()
+                .zip(expected.bytes())
+                .take_while(|(a, b)| a == b)
+                .count();
+            let around = |s: &str| {
+                s.get(at.saturating_sub(40)..)
+                    .unwrap_or("")
+                    .chars()
+                    .take(120)
+                    .collect::<String>()
+            };
             panic!(
                 "outputs differ at byte {at} (lengths {} and {}):\n got: {:?}\nwant: {:?}",
                 got.len(),
@@ -454,30 +653,177 @@ mod tests {
             fn $name() {
                 let (out, stats) = run($rules, $input);
                 assert_eq!(out, $expected);
-                let expected = Stage1Stats { elements_removed: $elements, attributes_removed: $attributes, bailed_out: false };
+                let expected = Stage1Stats {
+                    elements_removed: $elements,
+                    attributes_removed: $attributes,
+                    bailed_out: false,
+                };
                 assert_eq!(stats, expected);
             }
         };
     }
 
-    rewrites!(remove_drops_element_and_content, "remove script", "<p>a</p><script>if (a < b) x('</p>')</script><p>b</p>", "<p>a</p><p>b</p>", 1, 0);
-    rewrites!(remove_with_selector_list, "remove iframe, embed", "<p>a<iframe src=x>no</iframe><embed src=y>b</p>", "<p>ab</p>", 2, 0);
-    rewrites!(remove_by_attribute, "remove link[rel~=stylesheet i]", "<link rel=\"Stylesheet\" href=a.css><link rel=canonical href=/a>", "<link rel=canonical href=/a>", 1, 0);
-    rewrites!(unwrap_keeps_content, "unwrap font", "<font color=red>hi <b>there</b></font>!", "hi <b>there</b>!", 1, 0);
-    rewrites!(unwrap_form_remove_controls, "unwrap form\nremove input, button", "<form action=/s><p>Text<input name=q><button>Go</button></p></form>", "<p>Text</p>", 3, 0);
-    rewrites!(strip_attr_everywhere, "strip-attr on* style", "<div onclick=\"x()\" style=\"color:red\" class=\"c\" ONMOUSEOVER=y>t</div><p>u</p>", "<div class=\"c\">t</div><p>u</p>", 0, 3);
-    rewrites!(strip_attr_in_selector, "strip-attr width height in table, td", "<table width=600><tr><td width=10 height=3>x</td></tr></table><img width=5>", "<table><tr><td>x</td></tr></table><img width=5>", 0, 3);
-    rewrites!(strip_attr_skips_removed_elements, "remove script\nstrip-attr on*", "<script onload=x></script><b onclick=y>b</b>", "<b>b</b>", 1, 1);
+    rewrites!(
+        remove_drops_element_and_content,
+        "remove script",
+        "<p>a</p><script>if (a < b) x('</p>')</script><p>b</p>",
+        "<p>a</p><p>b</p>",
+        1,
+        0
+    );
+    rewrites!(
+        remove_with_selector_list,
+        "remove iframe, embed",
+        "<p>a<iframe src=x>no</iframe><embed src=y>b</p>",
+        "<p>ab</p>",
+        2,
+        0
+    );
+    rewrites!(
+        remove_by_attribute,
+        "remove link[rel~=stylesheet i]",
+        "<link rel=\"Stylesheet\" href=a.css><link rel=canonical href=/a>",
+        "<link rel=canonical href=/a>",
+        1,
+        0
+    );
+    rewrites!(
+        unwrap_keeps_content,
+        "unwrap font",
+        "<font color=red>hi <b>there</b></font>!",
+        "hi <b>there</b>!",
+        1,
+        0
+    );
+    rewrites!(
+        unwrap_form_remove_controls,
+        "unwrap form\nremove input, button",
+        "<form action=/s><p>Text<input name=q><button>Go</button></p></form>",
+        "<p>Text</p>",
+        3,
+        0
+    );
+    rewrites!(
+        strip_attr_everywhere,
+        "strip-attr on* style",
+        "<div onclick=\"x()\" style=\"color:red\" class=\"c\" ONMOUSEOVER=y>t</div><p>u</p>",
+        "<div class=\"c\">t</div><p>u</p>",
+        0,
+        3
+    );
+    rewrites!(
+        strip_attr_in_selector,
+        "strip-attr width height in table, td",
+        "<table width=600><tr><td width=10 height=3>x</td></tr></table><img width=5>",
+        "<table><tr><td>x</td></tr></table><img width=5>",
+        0,
+        3
+    );
+    rewrites!(
+        strip_attr_skips_removed_elements,
+        "remove script\nstrip-attr on*",
+        "<script onload=x></script><b onclick=y>b</b>",
+        "<b>b</b>",
+        1,
+        1
+    );
     rewrites!(strip_url_normalises_like_a_browser, "strip-url javascript",
-        "<a href=\"javascript:void(0)\">a</a><a href=\" JaVa&#x53;cript&colon;x\">b</a><a href=\"java\tscript:x\">c</a><a href=\"/js/javascript:x\">d</a><a href=\"https://e.x/\">e</a><img src=\"&#106;avascript:x\" alt=f>",
-        "<a>a</a><a>b</a><a>c</a><a href=\"/js/javascript:x\">d</a><a href=\"https://e.x/\">e</a><img alt=f>", 0, 4);
-    rewrites!(strip_url_checks_every_url_attribute, "strip-url vbscript", "<form action=\"vbscript:x\"><button formaction=\"VBScript:y\">b</button></form>", "<form><button>b</button></form>", 0, 2);
-    rewrites!(remove_comments_everywhere, "remove-comments", "<!-- top --><p>a<!--x-->b</p><!--[if IE]><p>ie</p><![endif]-->", "<p>ab</p>", 0, 0);
-    rewrites!(meta_charset_becomes_utf8, "", "<meta charset=\"windows-1251\"><p>a</p>", "<meta charset=\"utf-8\"><p>a</p>", 0, 0);
-    rewrites!(meta_content_type_becomes_utf8, "", "<meta http-equiv=\"Content-Type\" content=\"text/html; charset=windows-1251\">", "<meta http-equiv=\"Content-Type\" content=\"text/html; charset=utf-8\">", 0, 0);
-    rewrites!(meta_utf8_left_alone, "", "<meta charset=UTF-8><meta http-equiv=content-type content='text/html;charset=utf8'>", "<meta charset=UTF-8><meta http-equiv=content-type content='text/html;charset=utf8'>", 0, 0);
-    rewrites!(meta_removed_by_rules_stays_removed, "remove meta", "<meta charset=\"koi8-r\"><title>t</title>", "<title>t</title>", 1, 0);
-    rewrites!(empty_rules_pass_through, "", "<!doctype html><p onclick=x>a<script>b</script><!--c-->", "<!doctype html><p onclick=x>a<script>b</script><!--c-->", 0, 0);
+        "<a href=\"javascript:void(0)\">a</a><a href=\" JaVa&#x53;cript&colon;x\">b</a><a href=\"java\tscript:x\">c</a><a href=\"/js/javascript:x\">d</a><a href=\"https://e.x/\">e</a><iframe src=\"&#106;avascript:x\" title=f></iframe>",
+        "<a>a</a><a>b</a><a>c</a><a href=\"/js/javascript:x\">d</a><a href=\"https://e.x/\">e</a><iframe title=f></iframe>", 0, 4);
+    rewrites!(
+        strip_url_leaves_inert_urls,
+        "strip-url javascript",
+        "<img src=\"javascript:x\"><a title=\"javascript:y\">t</a>",
+        "<img src=\"javascript:x\"><a title=\"javascript:y\">t</a>",
+        0,
+        0
+    );
+    rewrites!(
+        strip_url_checks_every_url_attribute,
+        "strip-url vbscript",
+        "<form action=\"vbscript:x\"><button formaction=\"VBScript:y\">b</button></form>",
+        "<form><button>b</button></form>",
+        0,
+        2
+    );
+    rewrites!(
+        remove_hidden_attribute,
+        "remove-hidden",
+        "<div hidden>a</div><p hidden=\"\">b</p><div hidden=UNTIL-FOUND>c</div><input type=hidden>",
+        "<div hidden=UNTIL-FOUND>c</div><input type=hidden>",
+        2,
+        0
+    );
+    rewrites!(remove_hidden_inline_styles, "remove-hidden",
+        "<div style=\"color:red; DISPLAY : None !important\">a</div><span style=\"visibility:hidden\">b</span><b style=\"visibility: collapse\">c</b><i style=\"display:none\"><p>d</p></i>e",
+        "e", 4, 0);
+    rewrites!(remove_hidden_keeps_visible_styles, "remove-hidden",
+        "<div style=\"content-visibility: hidden\">a</div><p style=\"display:block;background:url(x;display:none)\">b</p><i style=\"--display:none\">c</i>",
+        "<div style=\"content-visibility: hidden\">a</div><p style=\"display:block;background:url(x;display:none)\">b</p><i style=\"--display:none\">c</i>", 0, 0);
+    rewrites!(
+        remove_hidden_never_empties_the_page,
+        "remove-hidden",
+        "<html hidden><body style=\"display:none\"><p>a</p></body></html>",
+        "<html hidden><body style=\"display:none\"><p>a</p></body></html>",
+        0,
+        0
+    );
+    rewrites!(
+        remove_hidden_before_strip_style,
+        "strip-attr style\nremove-hidden",
+        "<p style=\"display:none\">gone</p><p style=\"color:red\">kept</p>",
+        "<p>kept</p>",
+        1,
+        1
+    );
+    rewrites!(
+        remove_comments_everywhere,
+        "remove-comments",
+        "<!-- top --><p>a<!--x-->b</p><!--[if IE]><p>ie</p><![endif]-->",
+        "<p>ab</p>",
+        0,
+        0
+    );
+    rewrites!(
+        meta_charset_becomes_utf8,
+        "",
+        "<meta charset=\"windows-1251\"><p>a</p>",
+        "<meta charset=\"utf-8\"><p>a</p>",
+        0,
+        0
+    );
+    rewrites!(
+        meta_content_type_becomes_utf8,
+        "",
+        "<meta http-equiv=\"Content-Type\" content=\"text/html; charset=windows-1251\">",
+        "<meta http-equiv=\"Content-Type\" content=\"text/html; charset=utf-8\">",
+        0,
+        0
+    );
+    rewrites!(
+        meta_utf8_left_alone,
+        "",
+        "<meta charset=UTF-8><meta http-equiv=content-type content='text/html;charset=utf8'>",
+        "<meta charset=UTF-8><meta http-equiv=content-type content='text/html;charset=utf8'>",
+        0,
+        0
+    );
+    rewrites!(
+        meta_removed_by_rules_stays_removed,
+        "remove meta",
+        "<meta charset=\"koi8-r\"><title>t</title>",
+        "<title>t</title>",
+        1,
+        0
+    );
+    rewrites!(
+        empty_rules_pass_through,
+        "",
+        "<!doctype html><p onclick=x>a<script>b</script><!--c-->",
+        "<!doctype html><p onclick=x>a<script>b</script><!--c-->",
+        0,
+        0
+    );
 
     #[test]
     fn declutter_on_a_small_page() {
@@ -515,15 +861,49 @@ mod tests {
         );
         let (out, stats) = rewrite(&declutter(), page).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(out, expected);
-        assert_eq!(stats, Stage1Stats { elements_removed: 17, attributes_removed: 10, bailed_out: false });
+        assert_eq!(
+            stats,
+            Stage1Stats {
+                elements_removed: 17,
+                attributes_removed: 10,
+                bailed_out: false
+            }
+        );
+    }
+
+    #[test]
+    fn strip_url_alone_and_folded_into_strip_attr_agree() {
+        let page = concat!(
+            "<a href=\"javascript:a()\" src=\"javascript:b()\">a</a><img src=\"javascript:c\">",
+            "<form action=\" JavaScript:d\"><input formaction=\"javascript:e\" src=\"javascript:f\"></form>",
+            "<iframe src=\"java&#x09;script:g\"></iframe><object data=\"javascript:h\" codebase=\"/x\"></object>",
+            "<svg><a xlink:href=\"javascript:i\">i</a></svg><area href=\"vbscript:j\"><link href=\"javascript:k\">",
+        );
+        let expected = concat!(
+            "<a src=\"javascript:b()\">a</a><img src=\"javascript:c\">",
+            "<form><input src=\"javascript:f\"></form>",
+            "<iframe></iframe><object codebase=\"/x\"></object>",
+            "<svg><a>i</a></svg><area><link href=\"javascript:k\">",
+        );
+        for rule_text in [
+            "strip-url javascript vbscript",
+            "strip-url javascript vbscript\nstrip-attr never-there*",
+        ] {
+            let (out, stats) = run(rule_text, page);
+            assert_eq!(out, expected, "rules: {rule_text:?}");
+            assert_eq!(stats.attributes_removed, 7, "rules: {rule_text:?}");
+        }
     }
 
     #[test]
     fn memory_limit_bails_out_and_passes_the_rest_through() {
         let huge = "A".repeat(16 * 1024);
-        let page = format!("<script>1</script><p>a</p><div title=\"{huge}\">x</div><script>2</script><p>b</p>");
+        let page = format!(
+            "<script>1</script><p>a</p><div title=\"{huge}\">x</div><script>2</script><p>b</p>"
+        );
         // `strip-attr` on every element makes lol_html buffer whole tags, so the huge one overflows.
-        let mut rewriter = Rewriter::with_memory_limit(&rules("remove script\nstrip-attr on*"), 4096);
+        let mut rewriter =
+            Rewriter::with_memory_limit(&rules("remove script\nstrip-attr on*"), 4096);
         let mut out = Vec::new();
         for chunk in page.as_bytes().chunks(512) {
             rewriter.write(chunk).unwrap_or_else(|e| panic!("{e}"));
@@ -533,13 +913,24 @@ mod tests {
         out.extend(rest);
         let expected = format!("<p>a</p><div title=\"{huge}\">x</div><script>2</script><p>b</p>");
         assert_same(&String::from_utf8_lossy(&out), &expected);
-        assert_eq!(stats, Stage1Stats { elements_removed: 1, attributes_removed: 0, bailed_out: true });
+        assert_eq!(
+            stats,
+            Stage1Stats {
+                elements_removed: 1,
+                attributes_removed: 0,
+                bailed_out: true
+            }
+        );
     }
 
     #[test]
     fn whole_document_bail_out_keeps_the_page_whole() {
         let depth = 300;
-        let page = format!("<script>1</script>{}<script>2</script>{}", "<div>".repeat(depth), "</div>".repeat(depth));
+        let page = format!(
+            "<script>1</script>{}<script>2</script>{}",
+            "<div>".repeat(depth),
+            "</div>".repeat(depth)
+        );
         let (out, stats) = rewrite_with_limit(&rules("remove script\nstrip-attr on*"), &page, 4096)
             .unwrap_or_else(|e| panic!("{e}"));
         assert_same(&out, &page.replacen("<script>1</script>", "", 1));
@@ -549,9 +940,13 @@ mod tests {
     #[test]
     fn output_can_be_drained_while_streaming() {
         let mut rewriter = Rewriter::new(&rules("remove script"));
-        rewriter.write(b"<p>first</p><scr").unwrap_or_else(|e| panic!("{e}"));
+        rewriter
+            .write(b"<p>first</p><scr")
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(rewriter.take_output(), b"<p>first</p>");
-        rewriter.write(b"ipt>x</script><p>second</p>").unwrap_or_else(|e| panic!("{e}"));
+        rewriter
+            .write(b"ipt>x</script><p>second</p>")
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(rewriter.stats().elements_removed, 1);
         let (rest, stats) = rewriter.end().unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(rest, b"<p>second</p>");
@@ -586,17 +981,47 @@ mod tests {
 
     /// Pieces of real-world markup, including the awkward ones, to build pages from.
     const FRAGMENTS: &[&str] = &[
-        "<p>", "</p>", "<div class=\"a\">", "</div>", "<script>var s = '</p>' < 1;</script>", "<!-- c -->",
-        "<a href=\"javascript:go()\" onclick=\"x\">", "<a href=\"/ok\">", "</a>", "<div style=\"display:none\">",
-        "<font size=2>", "</font>", "<form action=/s>", "</form>", "<input name=q>", "<meta charset=\"latin1\">",
-        "<svg><path d=\"M0\"/></svg>", "<noscript><img src=t></noscript>", "<table width=5><tr><td bgcolor=red>",
-        "</td></tr></table>", "héllo wörld ", "日本語 ", "<textarea><b></textarea>", "<style>p{}</style>",
-        "<img width=1 height=1 src=x>", "<select><option>a</select>", "<title>t</title>", "&amp; &lt; ",
-        "<br/>", "<![CDATA[x]]>", "<template><p>t</p></template>", "<iframe src=x>", "</iframe>", "<",
+        "<p>",
+        "</p>",
+        "<div class=\"a\">",
+        "</div>",
+        "<script>var s = '</p>' < 1;</script>",
+        "<!-- c -->",
+        "<a href=\"javascript:go()\" onclick=\"x\">",
+        "<a href=\"/ok\">",
+        "</a>",
+        "<div style=\"display:none\">",
+        "<font size=2>",
+        "</font>",
+        "<form action=/s>",
+        "</form>",
+        "<input name=q>",
+        "<meta charset=\"latin1\">",
+        "<svg><path d=\"M0\"/></svg>",
+        "<noscript><img src=t></noscript>",
+        "<table width=5><tr><td bgcolor=red>",
+        "</td></tr></table>",
+        "héllo wörld ",
+        "日本語 ",
+        "<textarea><b></textarea>",
+        "<style>p{}</style>",
+        "<img width=1 height=1 src=x>",
+        "<select><option>a</select>",
+        "<title>t</title>",
+        "&amp; &lt; ",
+        "<br/>",
+        "<![CDATA[x]]>",
+        "<template><p>t</p></template>",
+        "<iframe src=x>",
+        "</iframe>",
+        "<",
     ];
 
     fn page() -> impl Strategy<Value = String> {
-        let piece = prop_oneof![prop::sample::select(FRAGMENTS).prop_map(String::from), "[a-z<>/=\"' !-]{0,8}"];
+        let piece = prop_oneof![
+            prop::sample::select(FRAGMENTS).prop_map(String::from),
+            "[a-z<>/=\"' !-]{0,8}"
+        ];
         prop::collection::vec(piece, 0..40).prop_map(|pieces| pieces.concat())
     }
 
@@ -604,7 +1029,9 @@ mod tests {
         let mut rewriter = Rewriter::new(rules);
         let (mut out, mut last) = (Vec::new(), 0);
         for &cut in cuts.iter().chain(std::iter::once(&bytes.len())) {
-            rewriter.write(&bytes[last..cut]).unwrap_or_else(|e| panic!("{e}"));
+            rewriter
+                .write(&bytes[last..cut])
+                .unwrap_or_else(|e| panic!("{e}"));
             out.extend(rewriter.take_output());
             last = cut;
         }
@@ -636,25 +1063,6 @@ mod tests {
             if !has_meta {
                 prop_assert_eq!(passed, bytes);
             }
-        }
-    }
-}
-
-#[cfg(test)]
-mod scratch_dump {
-    #[test]
-    #[ignore]
-    fn dump() {
-        let (Ok(src), Ok(dst)) = (std::env::var("DUMP_SRC"), std::env::var("DUMP_DST")) else { return };
-        let rules = super::super::rules::RuleSet::parse(std::path::Path::new(&std::env::var("DUMP_RULES").unwrap())).unwrap();
-        for e in std::fs::read_dir(src).unwrap() {
-            let p = e.unwrap().path();
-            if p.extension().map_or(true, |x| x != "html") { continue; }
-            let raw = std::fs::read(&p).unwrap();
-            let d = super::charset::detect(None, &raw);
-            let (out, stats) = super::rewrite(&rules, &super::charset::to_utf8(&raw, d.encoding)).unwrap();
-            if stats.bailed_out { eprintln!("bailed out: {}", p.display()); }
-            std::fs::write(std::path::Path::new(&dst).join(p.file_name().unwrap()), out).unwrap();
         }
     }
 }
