@@ -10,9 +10,16 @@
 //!
 //! html5ever runs with its defaults, scripting enabled as in a browser, so `<noscript>` content
 //! is raw text, as a reader with scripts on would get it.
+//!
+//! Depth guard: for most start tags the tree builder walks its stack of open elements (is a
+//! `<p>` open in button scope?), so a page of N unclosed `<div>`s costs O(N²): 40,000 of them
+//! (200 KB) took 17 s. The input is therefore fed in small chunks, and parsing stops once an
+//! element lands deeper than [`MAX_DEPTH`](super::MAX_DEPTH); the tree keeps what came before
+//! and says so ([`Tree::is_truncated`]). Real pages stay far below the limit (the development
+//! set peaks at 52), and under it the walk is bounded by the limit, not by the page.
 
 use std::borrow::Cow;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use markup5ever::interface::tree_builder::{ElemName, ElementFlags, NodeOrText, QuirksMode};
 use markup5ever::interface::TreeSink;
@@ -21,12 +28,32 @@ use markup5ever::{ns, Attribute, LocalName, Namespace, QualName};
 
 use super::{Attr, Element, Node, NodeKind, Ns, Span, Tree, NONE};
 
-/// Parses `html` into a tree whose flags and statistics are still empty.
-pub(super) fn parse(html: &str) -> Tree {
-    let sink = Sink::default();
+/// Bytes fed to the parser at a time, so that the depth guard acts soon after it trips: a
+/// chunk holds at most about 800 tags, each walking at most that many open elements beyond the
+/// limit.
+const CHUNK: usize = 4096;
+
+/// Parses `html` into a tree whose flags and statistics are still empty, stopping once an
+/// element lands deeper than `max_depth`.
+pub(super) fn parse(html: &str, max_depth: u32) -> Tree {
+    let sink = Sink::new(max_depth);
     // Real pages hold about one node per 50 to 100 bytes; reserving avoids most regrowth.
     sink.nodes.borrow_mut().reserve(html.len() / 64);
-    html5ever::parse_document(sink, html5ever::ParseOpts::default()).one(StrTendril::from(html))
+    let mut parser = html5ever::parse_document(sink, html5ever::ParseOpts::default());
+    let mut rest = html;
+    while !rest.is_empty() {
+        let mut cut = rest.len().min(CHUNK);
+        while !rest.is_char_boundary(cut) {
+            cut += 1;
+        }
+        let (chunk, tail) = rest.split_at(cut);
+        parser.process(StrTendril::from(chunk));
+        rest = tail;
+        if parser.tokenizer.sink.sink.too_deep.get() {
+            break;
+        }
+    }
+    parser.finish()
 }
 
 /// The parent/child/sibling links of a build node, [`NONE`] where absent.
@@ -66,22 +93,32 @@ enum Data {
 
 struct BuildNode {
     links: Links,
+    /// Depth at insertion (the document is 0). Not updated when the tree builder moves a
+    /// subtree, which only ever moves it a level or two: enough for the depth guard.
+    depth: u32,
     data: Data,
 }
 
 /// The [`TreeSink`]: node handles are indices into the build arena.
 struct Sink {
     nodes: RefCell<Vec<BuildNode>>,
+    /// The depth guard's limit, normally [`MAX_DEPTH`](super::MAX_DEPTH).
+    max_depth: u32,
+    /// Set once a node is inserted deeper than `max_depth`: the driver then stops feeding.
+    too_deep: Cell<bool>,
 }
 
-impl Default for Sink {
-    fn default() -> Self {
+impl Sink {
+    fn new(max_depth: u32) -> Self {
         let document = BuildNode {
             links: UNLINKED,
+            depth: 0,
             data: Data::Document,
         };
         Sink {
             nodes: RefCell::new(vec![document]),
+            max_depth,
+            too_deep: Cell::new(false),
         }
     }
 }
@@ -108,6 +145,7 @@ impl Sink {
         let mut nodes = self.nodes.borrow_mut();
         nodes.push(BuildNode {
             links: UNLINKED,
+            depth: 0,
             data,
         });
         (nodes.len() - 1) as u32
@@ -121,6 +159,13 @@ impl Sink {
                 true
             }
             _ => false,
+        }
+    }
+
+    /// Trips the depth guard when a node was inserted at `depth`.
+    fn check_depth(&self, depth: u32) {
+        if depth > self.max_depth {
+            self.too_deep.set(true);
         }
     }
 
@@ -154,7 +199,8 @@ fn detach(nodes: &mut [BuildNode], id: u32) {
     links.next = NONE;
 }
 
-fn append_child(nodes: &mut [BuildNode], parent: u32, child: u32) {
+/// Makes `child` the last child of `parent`; returns the child's depth.
+fn append_child(nodes: &mut [BuildNode], parent: u32, child: u32) -> u32 {
     detach(nodes, child);
     let last = nodes[parent as usize].links.last_child;
     if last == NONE {
@@ -163,12 +209,16 @@ fn append_child(nodes: &mut [BuildNode], parent: u32, child: u32) {
         nodes[last as usize].links.next = child;
     }
     nodes[parent as usize].links.last_child = child;
-    let links = &mut nodes[child as usize].links;
-    links.parent = parent;
-    links.prev = last;
+    let depth = nodes[parent as usize].depth + 1;
+    let node = &mut nodes[child as usize];
+    node.links.parent = parent;
+    node.links.prev = last;
+    node.depth = depth;
+    depth
 }
 
-fn insert_before(nodes: &mut [BuildNode], sibling: u32, child: u32) {
+/// Inserts `child` right before `sibling`; returns the child's depth.
+fn insert_before(nodes: &mut [BuildNode], sibling: u32, child: u32) -> u32 {
     detach(nodes, child);
     let Links { parent, prev, .. } = nodes[sibling as usize].links;
     if prev == NONE {
@@ -179,10 +229,13 @@ fn insert_before(nodes: &mut [BuildNode], sibling: u32, child: u32) {
         nodes[prev as usize].links.next = child;
     }
     nodes[sibling as usize].links.prev = child;
-    let links = &mut nodes[child as usize].links;
-    links.parent = parent;
-    links.prev = prev;
-    links.next = sibling;
+    let depth = nodes[sibling as usize].depth;
+    let node = &mut nodes[child as usize];
+    node.links.parent = parent;
+    node.links.prev = prev;
+    node.links.next = sibling;
+    node.depth = depth;
+    depth
 }
 
 impl TreeSink for Sink {
@@ -191,7 +244,9 @@ impl TreeSink for Sink {
     type ElemName<'a> = OwnedName;
 
     fn finish(self) -> Tree {
-        flatten(self.nodes.into_inner())
+        let mut tree = flatten(self.nodes.into_inner());
+        tree.truncated = self.too_deep.get();
+        tree
     }
 
     fn parse_error(&self, _msg: Cow<'static, str>) {}
@@ -251,7 +306,8 @@ impl TreeSink for Sink {
             }
         }
         let child = self.node_for(child);
-        append_child(&mut self.nodes.borrow_mut(), *parent, child);
+        let depth = append_child(&mut self.nodes.borrow_mut(), *parent, child);
+        self.check_depth(depth);
     }
 
     fn append_based_on_parent_node(
@@ -302,7 +358,8 @@ impl TreeSink for Sink {
             }
         }
         let child = self.node_for(child);
-        insert_before(&mut self.nodes.borrow_mut(), *sibling, child);
+        let depth = insert_before(&mut self.nodes.borrow_mut(), *sibling, child);
+        self.check_depth(depth);
     }
 
     fn add_attrs_if_missing(&self, target: &u32, attrs: Vec<Attribute>) {
@@ -379,6 +436,7 @@ fn flatten(mut nodes: Vec<BuildNode>) -> Tree {
         attrs: Vec::with_capacity(attrs),
         flags: Vec::new(),
         stats: Vec::new(),
+        truncated: false,
     };
     let mut new_index = vec![NONE; nodes.len()];
     let mut current = 0u32;
@@ -528,5 +586,47 @@ fn namespace(ns: &Namespace) -> Ns {
         Ns::MathMl
     } else {
         Ns::Other
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn doctype_keeps_the_identifiers_that_decide_quirks() {
+        assert_eq!(doctype_text("html", "", ""), "html");
+        assert_eq!(
+            doctype_text("html", "", "about:legacy-compat"),
+            r#"html SYSTEM "about:legacy-compat""#
+        );
+        assert_eq!(
+            doctype_text("html", "-//W3C//DTD HTML 4.01//EN", ""),
+            r#"html PUBLIC "-//W3C//DTD HTML 4.01//EN""#
+        );
+        assert_eq!(
+            doctype_text("html", "a\"b", "c"),
+            r#"html PUBLIC 'a"b' "c""#
+        );
+    }
+
+    #[test]
+    fn nodes_moved_by_the_tree_builder_appear_once() {
+        // The adoption agency detaches and re-inserts formatting elements; foster parenting
+        // inserts before the table. Every text must come out exactly once, in order.
+        let tree = parse(
+            "<table><b>x<tr><td>y</b>z</table><p>1<b>2<p>3</b>4",
+            crate::dom::MAX_DEPTH,
+        );
+        let texts: Vec<_> = (0..tree.nodes.len())
+            .filter_map(|i| match tree.nodes[i].kind {
+                NodeKind::Text(span) => Some(tree.str(span)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(texts, ["x", "yz", "1", "2", "3", "4"]);
+        for (i, node) in tree.nodes.iter().enumerate().skip(1) {
+            assert!(node.parent < i as u32 && tree.nodes[node.parent as usize].end >= node.end);
+        }
     }
 }

@@ -4,7 +4,7 @@
 //! Stage 1 streams and never sees whole blocks; the removers and extractors of stage 2 need them
 //! correctly nested, including elements closed implicitly (`<p>a<p>b`, cells without `</td>`) or
 //! left open at the end of input. html5ever's tree builder applies the HTML5 rules for all of
-//! that; [`build`] feeds its output into a [`Tree`].
+//! that; its output is laid out as a [`Tree`].
 //!
 //! This module owns the tree, its navigation, per-node [`NodeStats`], visibility (which elements
 //! display their content) and the `removed` marks that algorithms leave for the renderers. It
@@ -27,19 +27,35 @@
 //!   parser puts them into the fragment again.
 //! - Removal only marks nodes ([`Tree::remove`]); nothing is restructured, so ids stay valid and
 //!   algorithms can run one after another on the same tree.
+//! - Statistics are stored beside the nodes, one [`NodeStats`] per node, filled by one forward
+//!   and one reverse pass over the array right after parsing.
+//!
+//! Where the time goes: on the development pages, html5ever's tokenizer and tree builder take
+//! about four fifths of parse + statistics + text rendering; the build sink, the layout into
+//! this tree, the statistics and the renderer share the rest.
 
 mod build;
+pub mod select;
 mod stats;
+mod words;
 
 pub use markup5ever::LocalName;
 pub use stats::NodeStats;
+pub use words::{words, Words};
 
 /// Documents longer than this (1 GiB) are cut at a character boundary before parsing.
 ///
-/// Offsets into the tree's character buffer are `u32`; entity expansion can make the buffer
-/// slightly longer than the input, so the cap leaves room below 4 GiB. Pages reaching stage 2
+/// Offsets into the tree's character buffer are `u32`; decoding can make the buffer longer than
+/// the input (a NUL byte becomes the 3-byte U+FFFD), so the cap leaves room below 4 GiB. Pages reaching stage 2
 /// are limited far below this by the decoder's cap.
 pub const MAX_INPUT: usize = 1 << 30;
+
+/// Parsing stops at the first element nested deeper than this, because html5ever's tree
+/// builder slows down quadratically with the depth of open elements (see [`Tree::is_truncated`]).
+///
+/// Real pages nest a few dozen levels (the development set peaks at 52); 256 leaves ample room
+/// while keeping the worst case of a hostile page to a fraction of a second.
+pub const MAX_DEPTH: u32 = 256;
 
 /// A node of a [`Tree`]: an index into its arena.
 ///
@@ -150,19 +166,38 @@ pub struct Tree {
     attrs: Vec<Attr>,
     flags: Vec<u8>,
     stats: Vec<NodeStats>,
+    /// Parsing stopped at the depth guard or the input cap.
+    truncated: bool,
 }
 
 impl Tree {
     /// Parses a whole UTF-8 document with html5ever's HTML5 tree builder, then computes the
     /// statistics of every node. Never fails: HTML has no invalid input, only repairs.
     pub fn parse(html: &str) -> Tree {
+        Tree::parse_with_max_depth(html, MAX_DEPTH)
+    }
+
+    /// [`Tree::parse`] with another depth limit than [`MAX_DEPTH`] (`u32::MAX` for none).
+    ///
+    /// For tests and tools that need deep trees from trusted input; never raise it for pages
+    /// from the network: below the limit html5ever's cost grows with depth × tags.
+    pub fn parse_with_max_depth(html: &str, max_depth: u32) -> Tree {
         let mut cut = html.len().min(MAX_INPUT);
         while !html.is_char_boundary(cut) {
             cut -= 1;
         }
-        let mut tree = build::parse(&html[..cut]);
+        let mut tree = build::parse(&html[..cut], max_depth);
+        tree.truncated |= cut < html.len();
         stats::compute(&mut tree);
         tree
+    }
+
+    /// Whether parsing stopped early because the page nested elements deeper than
+    /// [`MAX_DEPTH`] (or was longer than [`MAX_INPUT`]). The tree then holds the part of the
+    /// page before that point, correctly closed; a caller may prefer to serve the page without
+    /// stage 2.
+    pub fn is_truncated(&self) -> bool {
+        self.truncated
     }
 
     /// The document node, parent of the doctype and the `<html>` element.
@@ -251,6 +286,7 @@ impl Tree {
             next: id.0,
             end: self.node(id).end,
             open: Vec::new(),
+            just_opened: false,
         }
     }
 
@@ -415,12 +451,15 @@ pub struct Traverse<'a> {
     next: u32,
     end: u32,
     open: Vec<u32>,
+    /// Whether the last edge was an [`Edge::Open`], the only time skipping makes sense.
+    just_opened: bool,
 }
 
 impl Traverse<'_> {
-    /// Skips the children of the node just opened; its [`Edge::Close`] still follows.
+    /// Skips the children of the node just opened; its [`Edge::Close`] still follows. Does
+    /// nothing unless the last edge returned was an [`Edge::Open`].
     pub fn skip_children(&mut self) {
-        if let Some(&top) = self.open.last() {
+        if let (true, Some(&top)) = (self.just_opened, self.open.last()) {
             self.next = self.next.max(self.tree.nodes[top as usize].end);
         }
     }
@@ -434,6 +473,7 @@ impl Iterator for Traverse<'_> {
             if let Some(&top) = self.open.last() {
                 if self.tree.nodes[top as usize].end <= self.next {
                     self.open.pop();
+                    self.just_opened = false;
                     return Some(Edge::Close(NodeId(top)));
                 }
             }
@@ -447,6 +487,7 @@ impl Iterator for Traverse<'_> {
             }
             self.open.push(id);
             self.next = id + 1;
+            self.just_opened = true;
             return Some(Edge::Open(NodeId(id)));
         }
     }
@@ -610,10 +651,11 @@ pub(crate) mod tests {
         let mut walk = tree.traverse(body);
         let mut seen = Vec::new();
         while let Some(edge) = walk.next() {
-            if let Edge::Open(id) = edge {
-                if tree.tag(id) == Some("div") {
-                    walk.skip_children();
-                }
+            match edge {
+                Edge::Open(id) if tree.tag(id) == Some("div") => walk.skip_children(),
+                // After a close there is nothing to skip: the siblings must still come.
+                Edge::Close(_) => walk.skip_children(),
+                Edge::Open(_) => {}
             }
             seen.push(edge);
         }
@@ -641,15 +683,33 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn deep_nesting_builds_without_recursion() {
+    fn deep_nesting_stops_at_the_depth_guard() {
+        // 100,000 nested elements: without the guard html5ever needs minutes on `<div>`s.
+        const NESTED: usize = 100_000;
+        for tag in ["span", "div"] {
+            let html = format!("{}deep", format!("<{tag}>").repeat(NESTED));
+            let tree = Tree::parse(&html);
+            assert!(tree.is_truncated(), "{tag}");
+            let deepest = tree.descendants(tree.root()).map(|id| tree.stats(id).depth).max();
+            let deepest = deepest.unwrap_or(0);
+            // The guard acts at the end of the chunk in which it trips.
+            assert!(deepest > MAX_DEPTH && deepest < MAX_DEPTH + 1_000, "{tag}: {deepest}");
+            assert!(tree.len() < 2_000, "{tag}: {}", tree.len());
+        }
+        let shallow = Tree::parse(&"<div>x</div>".repeat(10_000));
+        assert!(!shallow.is_truncated());
+        assert_eq!(shallow.stats(shallow.root()).words, 10_000);
+    }
+
+    #[test]
+    fn deep_trees_build_and_count_without_recursion() {
         const DEPTH: usize = 100_000;
         let html = format!("{}deep{}", "<span>".repeat(DEPTH), "</span>".repeat(DEPTH));
-        let tree = Tree::parse(&html);
+        let tree = Tree::parse_with_max_depth(&html, u32::MAX);
+        assert!(!tree.is_truncated());
         let body = tree.body().expect("body");
-        let text = tree
-            .descendants(body)
-            .find(|&id| tree.text(id).is_some())
-            .expect("text");
+        let text = tree.descendants(body).find(|&id| tree.text(id).is_some());
+        let text = text.expect("text");
         assert_eq!(tree.text(text), Some("deep"));
         assert_eq!(tree.stats(text).depth as usize, DEPTH + 3);
         assert_eq!(tree.stats(body).tags as usize, DEPTH + 1);
@@ -704,61 +764,5 @@ pub(crate) mod tests {
             lines / ROUNDS
         );
         assert!(lines > 0 || pages.is_empty());
-    }
-
-    #[test]
-    #[ignore]
-    fn zz_breakdown() {
-        let pages = bench_pages();
-        let bytes: usize = pages.iter().map(String::len).sum();
-        let t = std::time::Instant::now();
-        let trees: Vec<Tree> = pages.iter().map(|p| build::parse(p)).collect();
-        let parse = t.elapsed().as_secs_f64();
-        let t = std::time::Instant::now();
-        let mut trees = trees;
-        for tree in &mut trees {
-            stats::compute(tree);
-        }
-        let st = t.elapsed().as_secs_f64();
-        let t = std::time::Instant::now();
-        let mut n = 0;
-        for tree in &trees {
-            n += crate::render::text::render(tree).len();
-        }
-        let text = t.elapsed().as_secs_f64();
-        let t = std::time::Instant::now();
-        for tree in &trees {
-            n += crate::render::html::render(tree).len();
-        }
-        let html = t.elapsed().as_secs_f64();
-        let nodes: usize = trees.iter().map(|t| t.len()).sum();
-        println!("MB {:.1} nodes {nodes} parse {parse:.3}s stats {st:.3}s text {text:.3}s html {html:.3}s {n}", bytes as f64/1e6);
-    }
-
-    #[test]
-    #[ignore]
-    fn zz_filtered() {
-        let rules = crate::html::rules::RuleSet::builtin("declutter").expect("rules");
-        let pages: Vec<String> = bench_pages()
-            .iter()
-            .map(|p| crate::html::stage1::rewrite(&rules, p).expect("stage1").0)
-            .collect();
-        let bytes: usize = pages.iter().map(String::len).sum();
-        const ROUNDS: usize = 5;
-        let start = std::time::Instant::now();
-        let mut n = 0;
-        for _ in 0..ROUNDS {
-            for page in &pages {
-                let tree = Tree::parse(page);
-                n += crate::render::text::render(&tree).len();
-            }
-        }
-        let seconds = start.elapsed().as_secs_f64();
-        println!(
-            "filtered: {:.1} MB: {:.0} pages/s, {:.1} MB/s {n}",
-            bytes as f64 / 1e6,
-            (pages.len() * ROUNDS) as f64 / seconds,
-            (bytes * ROUNDS) as f64 / 1e6 / seconds
-        );
     }
 }

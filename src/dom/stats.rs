@@ -163,7 +163,7 @@ fn count_element(tree: &Tree, e: &Element, own: &mut NodeStats) {
 /// Characters and words of one text node, whitespace runs collapsed and ends trimmed.
 fn count_text(text: &str) -> (u32, u32) {
     let (mut chars, mut words) = (0u32, 0u32);
-    for word in text.split_whitespace() {
+    for word in super::words(text) {
         words += 1;
         chars += word.chars().count() as u32;
     }
@@ -213,23 +213,26 @@ fn hides_content(e: &Element) -> bool {
 fn is_hidden_by_attrs(tree: &Tree, e: &Element) -> bool {
     tree.element_attrs(e).any(|(name, value)| match *name {
         local_name!("hidden") => true,
-        local_name!("style") => {
-            contains_squeezed(value, b"display:none")
-                || contains_squeezed(value, b"visibility:hidden")
-        }
+        local_name!("style") => style_hides(value),
         _ => false,
     })
 }
 
-/// Whether `haystack`, ASCII whitespace ignored and ASCII case folded, contains `needle`
-/// (lower-case, no whitespace). Allocation-free: inline styles are short and common.
-fn contains_squeezed(haystack: &str, needle: &[u8]) -> bool {
-    let hay = haystack.as_bytes();
-    (0..hay.len()).any(|start| {
-        let mut rest = hay[start..].iter().filter(|b| !b.is_ascii_whitespace());
-        needle
-            .iter()
-            .all(|&n| rest.next().is_some_and(|b| b.to_ascii_lowercase() == n))
+/// Whether an inline style hides its element. One pass over the declarations, ASCII case
+/// ignored, `!important` allowed: inline styles are common and some are long.
+fn style_hides(style: &str) -> bool {
+    style.split(';').any(|declaration| {
+        let Some((property, value)) = declaration.split_once(':') else {
+            return false;
+        };
+        let (property, value) = (property.trim(), value.trim_start().as_bytes());
+        let starts = |word: &str| {
+            value
+                .get(..word.len())
+                .is_some_and(|v| v.eq_ignore_ascii_case(word.as_bytes()))
+        };
+        (property.eq_ignore_ascii_case("display") && starts("none"))
+            || (property.eq_ignore_ascii_case("visibility") && starts("hidden"))
     })
 }
 
@@ -327,15 +330,13 @@ mod tests {
 
     #[test]
     fn inline_styles_that_hide_are_recognised() {
-        assert!(contains_squeezed(
-            "color: red; DISPLAY : None;",
-            b"display:none"
+        assert!(style_hides("color: red; DISPLAY : None;"));
+        assert!(style_hides("display:none!important"));
+        assert!(style_hides("visibility:\thidden"));
+        assert!(!style_hides("display: block"));
+        assert!(!style_hides("display"));
+        assert!(!style_hides(
+            "max-display: none-ish; content: 'display:none'"
         ));
-        assert!(contains_squeezed(
-            "visibility:\thidden",
-            b"visibility:hidden"
-        ));
-        assert!(!contains_squeezed("display: block", b"display:none"));
-        assert!(!contains_squeezed("display", b"display:none"));
     }
 }

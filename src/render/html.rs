@@ -275,7 +275,7 @@ mod tests {
     fn deep_nesting_renders_without_recursion() {
         const DEPTH: usize = 100_000;
         let html = format!("{}deep{}", "<span>".repeat(DEPTH), "</span>".repeat(DEPTH));
-        let out = render(&Tree::parse(&html));
+        let out = render(&Tree::parse_with_max_depth(&html, u32::MAX));
         let expected_len = "<html><head></head><body></body></html>".len() + 4 + DEPTH * 13;
         assert_eq!(out.len(), expected_len);
         assert!(out.contains("<span>deep</span>"));

@@ -5,7 +5,8 @@
 //!
 //! - Block-level elements (paragraphs, headings, list items, table rows, `div`, `section`, …)
 //!   and `<br>` end the current line. No line is empty, so runs of blank lines never appear.
-//! - Table cells on the same row are separated by a tab.
+//! - Table cells on the same row are separated by a tab; images, buttons and other replaced
+//!   elements separate words, as the box a browser draws for them does.
 //! - Elsewhere whitespace runs, source line breaks included, collapse to one space, and lines
 //!   carry no leading or trailing whitespace.
 //! - `<pre>` keeps its text as written, line breaks and indentation included.
@@ -69,6 +70,8 @@ enum Gap {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Layout {
     Inline,
+    /// A replaced or inline-block element (image, button, control): a word boundary.
+    Spaced,
     Block,
     Cell,
     Break,
@@ -110,7 +113,7 @@ impl Writer {
             }
             return;
         }
-        let mut words = text.split_whitespace();
+        let mut words = crate::dom::words(text);
         let Some(first) = words.next() else {
             if !text.is_empty() {
                 self.separate(Gap::Space);
@@ -134,6 +137,7 @@ impl Writer {
     fn open(&mut self, e: &Element) {
         match layout(e) {
             Layout::Inline => {}
+            Layout::Spaced => self.separate(Gap::Space),
             Layout::Block => self.separate(Gap::Line),
             Layout::Cell => self.separate(Gap::Tab),
             Layout::Break if self.pre > 0 => {
@@ -151,6 +155,7 @@ impl Writer {
     fn close(&mut self, e: &Element) {
         match layout(e) {
             Layout::Inline | Layout::Break => {}
+            Layout::Spaced => self.separate(Gap::Space),
             Layout::Block => self.separate(Gap::Line),
             Layout::Cell => self.separate(Gap::Tab),
             Layout::Pre => {
@@ -178,6 +183,18 @@ fn layout(e: &Element) -> Layout {
     match e.name {
         local_name!("br") => Layout::Break,
         local_name!("td") | local_name!("th") => Layout::Cell,
+        local_name!("img")
+        | local_name!("button")
+        | local_name!("input")
+        | local_name!("select")
+        | local_name!("iframe")
+        | local_name!("embed")
+        | local_name!("object")
+        | local_name!("video")
+        | local_name!("audio")
+        | local_name!("canvas")
+        | local_name!("meter")
+        | local_name!("progress") => Layout::Spaced,
         local_name!("pre")
         | local_name!("listing")
         | local_name!("xmp")
@@ -250,6 +267,8 @@ mod tests {
             "<h1>Title</h1><p>First  para\n   with   spaces.</p><div>Div <b>bold</b> text</div>"
             => "Title\nFirst para with spaces.\nDiv bold text\n";
         inline_markup_does_not_split_words: "<p><b>foo</b>bar <i>baz</i></p>" => "foobar baz\n";
+        images_and_buttons_separate_words: "<p>one<img src=x>two<button>Go</button><button>Back</button></p>"
+            => "one two Go Back\n";
         whitespace_trimmed_at_line_ends: "<p>  lead <span> in </span>trail  </p>  <p>\n next\n</p>"
             => "lead in trail\nnext\n";
         line_breaks_never_leave_blank_lines: "<p>a<br>b<br><br>c<br></p><p>d</p>" => "a\nb\nc\nd\n";
@@ -304,6 +323,9 @@ mod tests {
             "<span>".repeat(DEPTH),
             "</span>".repeat(DEPTH)
         );
-        assert_eq!(render(&Tree::parse(&html)), "a\ndeep\n");
+        assert_eq!(
+            render(&Tree::parse_with_max_depth(&html, u32::MAX)),
+            "a\ndeep\n"
+        );
     }
 }

@@ -1,0 +1,662 @@
+//! A small CSS selector engine over [`Tree`]: parsing selector lists and matching them against
+//! elements, one selector at a time or hundreds at once.
+//!
+//! Stage 2 needs selectors in two places: per-site rules (`keep` / `remove`) and the element-hiding
+//! rules of the ad lists, thousands of which are plain `.class` and `#id` selectors. Stage 1's
+//! selectors belong to the streaming rewriter and cannot look at a tree, so this module matches
+//! on the tree itself. It owns the selector syntax and matching; which elements are then removed
+//! or kept is the callers' business.
+//!
+//! # Supported syntax
+//!
+//! Type selectors and `*`, `#id`, `.class` (the `class` attribute split on ASCII whitespace),
+//! `[attr]`, `[attr=v]`, `[attr~=v]`, `[attr|=v]`, `[attr^=v]`, `[attr$=v]`, `[attr*=v]` with
+//! quoted or unquoted values and the `i` / `s` flags, compound selectors, the descendant (` `),
+//! child (`>`), next-sibling (`+`) and subsequent-sibling (`~`) combinators, selector lists
+//! (`,`), `:not(...)` over compound selectors without a nested `:not`, `:first-child` and
+//! `:last-child`. CSS escapes are decoded in names and values.
+//!
+//! Anything else (`:has()`, `:nth-child()`, pseudo-elements, namespaces, the lists' procedural
+//! `:-abp-*` forms, ...) is a [`SelectorError`], so that a caller can skip the selector instead of
+//! matching something other than what its author meant.
+//!
+//! # Matching
+//!
+//! Tag and attribute names match ASCII case-insensitively, attribute values case-sensitively unless
+//! the `i` flag is given. Structure (parents, siblings) is the tree as parsed: removal marks do not
+//! change what `:first-child` or `+` mean, but [`select_all`] and [`SelectorSet::matching`] never
+//! report an element that is already removed. Complex selectors are matched right to left with the
+//! restart rules browsers use, so `a b c d` on a deep page does not backtrack exponentially; the
+//! recursion depth is bounded by [`MAX_COMPOUNDS`], never by the document.
+
+use std::collections::HashMap;
+
+use super::{Edge, Element, NodeId, Tree};
+use parse::Parser;
+
+mod parse;
+
+/// The most compound selectors one complex selector may chain: matching recurses once per
+/// compound, and no real selector comes near this.
+pub const MAX_COMPOUNDS: usize = 32;
+
+/// A parsed selector list, ready to match elements of any tree.
+///
+/// Cheap enough to clone, `Send` and `Sync`: rules parsed once at start-up are shared by every
+/// request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Selector {
+    text: String,
+    complexes: Vec<Complex>,
+}
+
+/// Why a selector was not accepted: the text as given and what is wrong or unsupported.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("CSS selector `{text}`: {kind}")]
+pub struct SelectorError {
+    /// The selector text as given.
+    pub text: String,
+    /// What is wrong with it.
+    pub kind: SelectorErrorKind,
+}
+
+/// The two ways a selector can fail: valid CSS this engine does not implement (callers skip it
+/// quietly, lists are full of them), or text that is not a selector at all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SelectorErrorKind {
+    /// Valid or plausible CSS beyond the supported subset, named (e.g. "`:has()`").
+    #[error("{0} is not supported")]
+    Unsupported(String),
+    /// Not a selector: what was expected, and at which byte offset of the text.
+    #[error("{reason} at offset {at}")]
+    Syntax {
+        /// Byte offset into the text.
+        at: usize,
+        /// What the parser expected or found.
+        reason: String,
+    },
+}
+
+/// One complex selector: compound selectors joined by combinators, stored right to left.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Complex {
+    /// `compounds[0]` is the subject, the element the selector selects.
+    compounds: Vec<Compound>,
+    /// `combinators[i]` relates `compounds[i]` to `compounds[i + 1]`, seen from the former.
+    combinators: Vec<Combinator>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Combinator {
+    /// `a b`: some ancestor.
+    Descendant,
+    /// `a > b`: the parent.
+    Child,
+    /// `a + b`: the previous element sibling.
+    NextSibling,
+    /// `a ~ b`: some previous element sibling.
+    LaterSibling,
+}
+
+/// A compound selector: every part must hold for the same element.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Compound {
+    /// Lower-case type name; `None` for `*` or no type.
+    tag: Option<String>,
+    ids: Vec<String>,
+    classes: Vec<String>,
+    attrs: Vec<AttrTest>,
+    /// `:not(x, y)`: none of these may match.
+    not: Vec<Compound>,
+    first_child: bool,
+    last_child: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct AttrTest {
+    /// Lower-case attribute name.
+    name: String,
+    op: AttrOp,
+    /// The value to compare with; lower-case when `ignore_case`.
+    value: String,
+    ignore_case: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AttrOp {
+    Exists,
+    Equals,
+    Includes,
+    DashMatch,
+    Prefix,
+    Suffix,
+    Substring,
+}
+
+impl Selector {
+    /// Parses a selector list; anything beyond the supported subset (module doc) is an error, so
+    /// that callers can skip it.
+    pub fn parse(text: &str) -> Result<Selector, SelectorError> {
+        let complexes = Parser::new(text).list().map_err(|kind| SelectorError {
+            text: text.to_string(),
+            kind,
+        })?;
+        Ok(Selector {
+            text: text.to_string(),
+            complexes,
+        })
+    }
+
+    /// The text the selector was parsed from, for reports and error messages.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether the node is an element matched by any selector of the list.
+    pub fn matches(&self, tree: &Tree, id: NodeId) -> bool {
+        tree.element(id).is_some() && self.complexes.iter().any(|c| c.matches(tree, id))
+    }
+}
+
+impl std::str::FromStr for Selector {
+    type Err = SelectorError;
+
+    fn from_str(text: &str) -> Result<Selector, SelectorError> {
+        Selector::parse(text)
+    }
+}
+
+/// Every element in the subtree of `root` (itself included) that `sel` matches, in document
+/// order. Removed subtrees are skipped; ancestors outside `root` still count for combinators, as
+/// in the DOM's `querySelectorAll`.
+pub fn select_all(tree: &Tree, root: NodeId, sel: &Selector) -> Vec<NodeId> {
+    tree.traverse(root)
+        .filter_map(|edge| match edge {
+            Edge::Open(id) if sel.matches(tree, id) => Some(id),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Many selectors matched in one walk over the tree, each element testing only the selectors
+/// that could match it.
+///
+/// Every complex selector is filed under one key of its subject compound: an id, else a class,
+/// else an attribute name, else a type, else nothing (tested everywhere). An element then
+/// gathers the selectors filed under its own id, classes, attribute names and type. Element
+/// hiding lists are almost all `.class`, `#id` and `tag[attr^=...]` forms, so a page with
+/// hundreds of applicable rules tests a handful per element.
+#[derive(Clone, Debug, Default)]
+pub struct SelectorSet {
+    complexes: Vec<Complex>,
+    by_id: HashMap<String, Vec<u32>>,
+    by_class: HashMap<String, Vec<u32>>,
+    by_attr: HashMap<String, Vec<u32>>,
+    by_tag: HashMap<String, Vec<u32>>,
+    everywhere: Vec<u32>,
+}
+
+impl SelectorSet {
+    /// Indexes the complex selectors of all the lists given.
+    pub fn new(selectors: impl IntoIterator<Item = Selector>) -> Self {
+        let mut set = SelectorSet::default();
+        for complex in selectors.into_iter().flat_map(|s| s.complexes) {
+            let index = set.complexes.len() as u32;
+            let subject = &complex.compounds[0];
+            let bucket = if let Some(id) = subject.ids.first() {
+                set.by_id.entry(id.clone()).or_default()
+            } else if let Some(class) = subject.classes.first() {
+                set.by_class.entry(class.clone()).or_default()
+            } else if let Some(attr) = subject.attrs.first() {
+                set.by_attr.entry(attr.name.clone()).or_default()
+            } else if let Some(tag) = &subject.tag {
+                set.by_tag.entry(tag.clone()).or_default()
+            } else {
+                &mut set.everywhere
+            };
+            bucket.push(index);
+            set.complexes.push(complex);
+        }
+        set
+    }
+
+    /// The number of complex selectors in the set (a list counts once per member).
+    pub fn len(&self) -> usize {
+        self.complexes.len()
+    }
+
+    /// True when the set holds no selector and so matches nothing.
+    pub fn is_empty(&self) -> bool {
+        self.complexes.is_empty()
+    }
+
+    /// The elements of the subtree of `root` matched by any selector of the set, in document
+    /// order, each once. Removed subtrees are skipped.
+    pub fn matching(&self, tree: &Tree, root: NodeId) -> Vec<NodeId> {
+        let mut found = Vec::new();
+        if self.complexes.is_empty() {
+            return found;
+        }
+        let mut candidates = Vec::new();
+        let mut lower = String::new();
+        for edge in tree.traverse(root) {
+            let Edge::Open(id) = edge else { continue };
+            let Some(element) = tree.element(id) else {
+                continue;
+            };
+            candidates.clear();
+            self.gather(tree, id, element, &mut candidates, &mut lower);
+            if candidates
+                .iter()
+                .any(|&c| self.complexes[c as usize].matches(tree, id))
+            {
+                found.push(id);
+            }
+        }
+        found
+    }
+
+    /// Collects the indexes of the selectors filed under the element's keys.
+    fn gather(
+        &self,
+        tree: &Tree,
+        id: NodeId,
+        element: &Element,
+        out: &mut Vec<u32>,
+        lower: &mut String,
+    ) {
+        out.extend_from_slice(&self.everywhere);
+        if !self.by_tag.is_empty() {
+            if let Some(hits) = self.by_tag.get(lowercase(&element.name, lower)) {
+                out.extend_from_slice(hits);
+            }
+        }
+        for (name, value) in tree.attrs(id) {
+            if !self.by_attr.is_empty() {
+                if let Some(hits) = self.by_attr.get(lowercase(name, lower)) {
+                    out.extend_from_slice(hits);
+                }
+            }
+            if str::eq_ignore_ascii_case(name, "id") && !self.by_id.is_empty() {
+                if let Some(hits) = self.by_id.get(value) {
+                    out.extend_from_slice(hits);
+                }
+            } else if str::eq_ignore_ascii_case(name, "class") && !self.by_class.is_empty() {
+                for class in value.split(is_ascii_whitespace).filter(|c| !c.is_empty()) {
+                    if let Some(hits) = self.by_class.get(class) {
+                        out.extend_from_slice(hits);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `name` in ASCII lower case, borrowed when it already is (every HTML name), else written into
+/// `buffer`.
+fn lowercase<'a>(name: &'a str, buffer: &'a mut String) -> &'a str {
+    if !name.bytes().any(|b| b.is_ascii_uppercase()) {
+        return name;
+    }
+    buffer.clear();
+    buffer.extend(name.chars().map(|c| c.to_ascii_lowercase()));
+    buffer
+}
+
+/// CSS and HTML whitespace: space, tab, line feed, form feed, carriage return.
+fn is_ascii_whitespace(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\x0c' | '\r')
+}
+
+/// The outcome of matching part of a complex selector, with the restart hints that keep
+/// matching linear (as described in the Selectors spec's implementation notes and used by
+/// browsers): a failure may rule out further candidates for an outer combinator.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Matched,
+    RestartFromClosestLaterSibling,
+    RestartFromClosestDescendant,
+    NotMatchedGlobally,
+}
+
+impl Complex {
+    fn matches(&self, tree: &Tree, id: NodeId) -> bool {
+        self.match_from(tree, 0, id) == Outcome::Matched
+    }
+
+    /// Matches `compounds[index..]` with `id` as the element for `compounds[index]`.
+    fn match_from(&self, tree: &Tree, index: usize, id: NodeId) -> Outcome {
+        if !self.compounds[index].matches(tree, id) {
+            return Outcome::RestartFromClosestLaterSibling;
+        }
+        let Some(&combinator) = self.combinators.get(index) else {
+            return Outcome::Matched;
+        };
+        let not_found = match combinator {
+            Combinator::NextSibling | Combinator::LaterSibling => {
+                Outcome::RestartFromClosestDescendant
+            }
+            Combinator::Child | Combinator::Descendant => Outcome::NotMatchedGlobally,
+        };
+        let mut candidate = next_candidate(tree, id, combinator);
+        while let Some(next) = candidate {
+            let outcome = self.match_from(tree, index + 1, next);
+            match (outcome, combinator) {
+                (Outcome::Matched | Outcome::NotMatchedGlobally, _)
+                | (_, Combinator::NextSibling) => return outcome,
+                (_, Combinator::Child) => return Outcome::RestartFromClosestDescendant,
+                (Outcome::RestartFromClosestDescendant, Combinator::LaterSibling) => {
+                    return outcome
+                }
+                _ => {}
+            }
+            candidate = next_candidate(tree, next, combinator);
+        }
+        not_found
+    }
+}
+
+/// The element a combinator leads to from `id`: its parent element or previous element sibling.
+fn next_candidate(tree: &Tree, id: NodeId, combinator: Combinator) -> Option<NodeId> {
+    match combinator {
+        Combinator::Descendant | Combinator::Child => {
+            tree.parent(id).filter(|&p| tree.element(p).is_some())
+        }
+        Combinator::NextSibling | Combinator::LaterSibling => previous_element_sibling(tree, id),
+    }
+}
+
+/// The element sibling right before `id`. The tree stores no backward links, so this walks the
+/// parent's children: linear in the siblings, which only `+`, `~` and `:first-child` pay.
+fn previous_element_sibling(tree: &Tree, id: NodeId) -> Option<NodeId> {
+    let parent = tree.parent(id)?;
+    let mut previous = None;
+    for child in tree.children(parent) {
+        if child == id {
+            return previous;
+        }
+        if tree.element(child).is_some() {
+            previous = Some(child);
+        }
+    }
+    None
+}
+
+fn next_element_sibling(tree: &Tree, id: NodeId) -> Option<NodeId> {
+    let mut next = tree.next_sibling(id);
+    while let Some(sibling) = next {
+        if tree.element(sibling).is_some() {
+            return Some(sibling);
+        }
+        next = tree.next_sibling(sibling);
+    }
+    None
+}
+
+impl Compound {
+    fn matches(&self, tree: &Tree, id: NodeId) -> bool {
+        let Some(element) = tree.element(id) else {
+            return false;
+        };
+        if let Some(tag) = &self.tag {
+            if !str::eq_ignore_ascii_case(&element.name, tag) {
+                return false;
+            }
+        }
+        if !self.ids.is_empty() {
+            let own = attr(tree, id, "id");
+            if !self.ids.iter().all(|want| own == Some(want.as_str())) {
+                return false;
+            }
+        }
+        if !self.classes.is_empty() {
+            let own = attr(tree, id, "class").unwrap_or("");
+            let has = |want: &String| own.split(is_ascii_whitespace).any(|t| t == want);
+            if !self.classes.iter().all(has) {
+                return false;
+            }
+        }
+        self.attrs.iter().all(|test| test.matches(tree, id))
+            && !self.not.iter().any(|negated| negated.matches(tree, id))
+            && (!self.first_child || previous_element_sibling(tree, id).is_none())
+            && (!self.last_child || next_element_sibling(tree, id).is_none())
+    }
+}
+
+/// The value of attribute `name` (lower case), found ASCII case-insensitively because foreign
+/// elements keep camel-cased attribute names.
+fn attr<'t>(tree: &'t Tree, id: NodeId, name: &str) -> Option<&'t str> {
+    tree.attrs(id)
+        .find(|(n, _)| str::eq_ignore_ascii_case(n, name))
+        .map(|(_, v)| v)
+}
+
+impl AttrTest {
+    fn matches(&self, tree: &Tree, id: NodeId) -> bool {
+        let Some(value) = attr(tree, id, &self.name) else {
+            return false;
+        };
+        if self.op == AttrOp::Exists {
+            return true;
+        }
+        let lowered;
+        let value = if self.ignore_case && value.bytes().any(|b| b.is_ascii_uppercase()) {
+            lowered = value.to_ascii_lowercase();
+            lowered.as_str()
+        } else {
+            value
+        };
+        let want = self.value.as_str();
+        match self.op {
+            AttrOp::Exists => true,
+            AttrOp::Equals => value == want,
+            AttrOp::Includes => {
+                !want.is_empty()
+                    && !want.contains(is_ascii_whitespace)
+                    && value.split(is_ascii_whitespace).any(|t| t == want)
+            }
+            AttrOp::DashMatch => {
+                value == want
+                    || value
+                        .strip_prefix(want)
+                        .is_some_and(|rest| rest.starts_with('-'))
+            }
+            AttrOp::Prefix => !want.is_empty() && value.starts_with(want),
+            AttrOp::Suffix => !want.is_empty() && value.ends_with(want),
+            AttrOp::Substring => !want.is_empty() && value.contains(want),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A page with one of everything the tests select; every element that matters has an id.
+    const PAGE: &str = r#"<!DOCTYPE html>
+<html lang="en-GB"><head><title>t</title></head><body id="body">
+<div id="top" class="Banner ad  wide" data-slot="ad-top-1">
+  <a id="l1" href="https://ads.example/click" rel="nofollow sponsored">Buy</a>
+  <img id="i1" src="/img/AD.png" alt="x">
+</div>
+<main id="main">
+  <h1 id="h">Title</h1>
+  <p id="p1" class="lead">One <a id="l2" href="/story" lang="en-US">story</a></p>
+  <p id="p2">Two</p>
+  text between
+  <p id="p3" title="Hello World">Three</p>
+  <ul id="list"><li id="li1">a</li><li id="li2" class="x">b</li><li id="li3">c</li></ul>
+</main>
+<aside id="side" class="sidebar"><div id="inner"><span id="deep" class="ad">d</span></div></aside>
+<svg id="svg"><foreignObject id="fo" requiredExtensions="x"></foreignObject></svg>
+</body></html>"#;
+
+    /// The id of every element `selector` selects in [`PAGE`], in document order; `-` stands
+    /// for an element without id.
+    fn ids(tree: &Tree, selector: &str) -> Vec<String> {
+        let sel = Selector::parse(selector).unwrap_or_else(|e| panic!("{e}"));
+        let found = select_all(tree, tree.root(), &sel);
+        let set = SelectorSet::new([sel]);
+        assert_eq!(
+            set.matching(tree, tree.root()),
+            found,
+            "{selector}: set and single agree"
+        );
+        found
+            .iter()
+            .map(|&id| tree.attr(id, "id").unwrap_or("-").to_string())
+            .collect()
+    }
+
+    /// `selects!(name: "selector" => ["id", ...];)`: exact matches on [`PAGE`].
+    macro_rules! selects {
+        ($($name:ident: $selector:expr => [$($id:expr),*];)*) => {$(
+            #[test]
+            fn $name() {
+                let tree = Tree::parse(PAGE);
+                let expected: Vec<String> = vec![$($id.to_string()),*];
+                assert_eq!(ids(&tree, $selector), expected, "{}", $selector);
+            }
+        )*};
+    }
+
+    selects! {
+        type_selector: "p" => ["p1", "p2", "p3"];
+        type_is_case_insensitive: "P, LI" => ["p1", "p2", "p3", "li1", "li2", "li3"];
+        svg_type_ignores_case: "foreignobject" => ["fo"];
+        universal_in_main: "main > *" => ["h", "p1", "p2", "p3", "list"];
+        id: "#top" => ["top"];
+        id_is_case_sensitive: "#TOP" => [];
+        class_among_several: ".ad" => ["top", "deep"];
+        class_is_case_sensitive: ".banner" => [];
+        two_classes: ".Banner.wide" => ["top"];
+        tag_and_class: "span.ad" => ["deep"];
+        attribute_exists: "[rel]" => ["l1"];
+        attribute_name_ignores_case: "[REL], [requiredextensions]" => ["l1", "fo"];
+        attribute_equals: "[href='/story']" => ["l2"];
+        attribute_equals_unquoted: "[data-slot=ad-top-1]" => ["top"];
+        attribute_includes: "[rel~=sponsored]" => ["l1"];
+        attribute_includes_needs_a_whole_word: "[rel~=spons]" => [];
+        attribute_dash: "[lang|=en]" => ["-", "l2"];
+        attribute_prefix: "a[href^='https://ads.']" => ["l1"];
+        attribute_suffix: "[src$='.png']" => ["i1"];
+        attribute_substring: "[title*='lo Wo']" => ["p3"];
+        attribute_value_case: "[src*=ad]" => [];
+        attribute_value_ignore_case: "[src*=ad i]" => ["i1"];
+        empty_prefix_never_matches: "[title^='']" => [];
+        descendant: "aside span" => ["deep"];
+        descendant_through_many: "body span.ad" => ["deep"];
+        child: "aside > span" => [];
+        child_of_child: "aside > div > span" => ["deep"];
+        adjacent: "h1 + p" => ["p1"];
+        adjacent_skips_text: "#p2 + p" => ["p3"];
+        later_siblings: "#p1 ~ p" => ["p2", "p3"];
+        sibling_then_descendant: "div ~ main li.x" => ["li2"];
+        first_child: "li:first-child" => ["li1"];
+        last_child: "li:last-child, main > :last-child" => ["list", "li3"];
+        first_child_ignores_text: "#top > :first-child" => ["l1"];
+        not: "li:not(.x)" => ["li1", "li3"];
+        not_list: "p:not(#p1, [title])" => ["p2"];
+        list_in_document_order: "#p3, #h, #p3" => ["h", "p3"];
+        no_match: "table" => [];
+    }
+
+    #[test]
+    fn matches_checks_one_node() {
+        let tree = Tree::parse(PAGE);
+        let sel = Selector::parse("main p.lead").expect("valid");
+        let hits: Vec<NodeId> = tree
+            .descendants(tree.root())
+            .filter(|&id| sel.matches(&tree, id))
+            .collect();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(tree.attr(hits[0], "id"), Some("p1"));
+        // Text nodes never match, even `*`.
+        let any = Selector::parse("*").expect("valid");
+        let text = tree.first_child(hits[0]).expect("text");
+        assert!(!any.matches(&tree, text));
+        assert_eq!(sel.text(), "main p.lead");
+    }
+
+    #[test]
+    fn select_all_stays_in_the_root_but_sees_ancestors() {
+        let tree = Tree::parse(PAGE);
+        let main = select_all(&tree, tree.root(), &Selector::parse("main").expect("valid"))[0];
+        let sel = Selector::parse("body p").expect("valid");
+        let inside = select_all(&tree, main, &sel);
+        assert_eq!(inside.len(), 3);
+        let list = select_all(&tree, tree.root(), &Selector::parse("ul").expect("valid"))[0];
+        assert_eq!(select_all(&tree, list, &sel), Vec::<NodeId>::new());
+        assert_eq!(
+            select_all(&tree, list, &Selector::parse("ul").expect("valid")),
+            [list]
+        );
+    }
+
+    #[test]
+    fn removed_elements_are_not_reported_but_structure_stays() {
+        let mut tree = Tree::parse(PAGE);
+        let first = select_all(&tree, tree.root(), &Selector::parse("#li1").expect("valid"));
+        tree.remove(first[0]);
+        assert_eq!(ids(&tree, "li"), ["li2", "li3"]);
+        assert_eq!(ids(&tree, "li:first-child"), Vec::<String>::new());
+        assert_eq!(ids(&tree, "li + li"), ["li2", "li3"]);
+    }
+
+    #[test]
+    fn a_set_reports_each_element_once_in_document_order() {
+        let tree = Tree::parse(PAGE);
+        let selectors = [
+            "#deep",
+            ".ad",
+            "span",
+            "[data-slot]",
+            "div",
+            "*:first-child",
+            "p ~ ul",
+        ];
+        let set = SelectorSet::new(selectors.iter().map(|s| Selector::parse(s).expect("valid")));
+        assert_eq!(set.len(), 7);
+        let found: Vec<&str> = set
+            .matching(&tree, tree.root())
+            .into_iter()
+            .map(|id| tree.attr(id, "id").unwrap_or("-"))
+            .collect();
+        // html, head and title are first children (the id-less `-`); text before `l2` does
+        // not count; `list` comes before its own first child.
+        assert_eq!(
+            found,
+            ["-", "-", "-", "top", "l1", "h", "l2", "list", "li1", "inner", "deep", "fo"]
+        );
+        assert!(SelectorSet::new([]).matching(&tree, tree.root()).is_empty());
+    }
+
+    #[test]
+    fn deep_descendant_chains_stay_fast() {
+        // Without the restart rules this is exponential in the number of compounds.
+        const DEPTH: usize = 5_000;
+        let html = format!(
+            "{}<b>x</b>{}",
+            "<div>".repeat(DEPTH),
+            "</div>".repeat(DEPTH)
+        );
+        let tree = Tree::parse_with_max_depth(&html, u32::MAX);
+        let sel = Selector::parse(&format!("{} span b", ["div"; 20].join(" "))).expect("valid");
+        assert!(select_all(&tree, tree.root(), &sel).is_empty());
+        let sel = Selector::parse(&format!("{} b", ["div"; 20].join(" "))).expect("valid");
+        assert_eq!(select_all(&tree, tree.root(), &sel).len(), 1);
+        // Every div is a subject here; each fails once its ancestors run out, without retrying
+        // the other ways of assigning ancestors to compounds.
+        let html = format!("{}{}", "<div>".repeat(1_000), "</div>".repeat(1_000));
+        let tree = Tree::parse_with_max_depth(&html, u32::MAX);
+        let sel = Selector::parse("section div div div div").expect("valid");
+        assert!(select_all(&tree, tree.root(), &sel).is_empty());
+    }
+
+    #[test]
+    fn selectors_can_be_shared_between_threads() {
+        fn assert_send_sync<T: Send + Sync + Clone + std::fmt::Debug>() {}
+        assert_send_sync::<Selector>();
+        assert_send_sync::<SelectorSet>();
+    }
+}
