@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# Measures pith as a forward proxy beside nginx served directly, in one command.
+#
+# Builds the release binary, starts pith twice (profile `pass` on 127.0.0.1:18111 and profile
+# `declutter` on 127.0.0.1:18112), and runs the shared load harness (../shared/perf: a private
+# nginx origin on 127.0.0.1:18080 serving the 181 real pages of ../shared/bench/scrapinghub, and
+# wrk as the client) over `direct` and both pith listeners, then prints the summary table:
+# req/s, latency, peak RSS and CPU, and every req/s as a ratio to `direct` taken in the same rep.
+#
+# Usage: scripts/perf.sh [--quick] [--reps N] [--secs S] [--concs "1 16 256"]
+#                        [--peers "direct tinyproxy squid"] [--no-extremes] [--out FILE]
+#   --quick      one rep of 5 s at 16 connections, no extremes (about a minute): a smoke check
+#   --reps N     repetitions of the whole matrix (default 3); ratios are medians over reps
+#   --secs S     seconds per wrk run (default 10)
+#   --concs "…"  client connections to try (default "1 16 256")
+#   --peers "…"  reference peers to run beside pith (default "direct"); a peer whose program is
+#                not installed is left out with a note (apt-get install tinyproxy squid ...)
+#   --no-extremes  skip the 1 KiB and 2 MiB pages (run at 16 connections by default)
+#   --out FILE   raw result lines (default target/perf/results-DATE.txt); the table goes to
+#                FILE with .md in place of .txt
+#   --pith-ports "P D"  ports of the pass and declutter listeners (default "18111 18112")
+#
+# Needs nginx, wrk, curl, openssl and python3; nginx and wrk (and curl, openssl) are installed
+# with apt-get when missing (needs root or sudo). Everything listens on 127.0.0.1 only, and every
+# load run is bounded in time by the harness (wrk -d inside timeout), so the script stops by
+# itself. An origin that the harness left running on 127.0.0.1:18080 (from its default run dir)
+# is reused when it serves the same pages, and left running. Set PITH_SHARED to use a shared/
+# folder other than the one beside the repository.
+set -euo pipefail
+
+repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+shared=${PITH_SHARED:-$repo_root/../shared}
+perf_dir=$shared/perf
+pages=$shared/bench/scrapinghub
+pass_port=18111
+declutter_port=18112
+
+reps=3
+secs=10
+concs="1 16 256"
+peers="direct"
+extremes=1
+out=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --quick) reps=1; secs=5; concs="16"; extremes=0; shift;;
+        --reps) reps=$2; shift 2;;
+        --secs) secs=$2; shift 2;;
+        --concs) concs=$2; shift 2;;
+        --peers) peers=$2; shift 2;;
+        --no-extremes) extremes=0; shift;;
+        --out) out=$2; shift 2;;
+        --pith-ports) read -r pass_port declutter_port <<<"$2"; shift 2;;
+        -h|--help) sed -n '2,28p' "$0"; exit 0;;
+        *) echo "perf.sh: unknown argument $1 (see --help)" >&2; exit 2;;
+    esac
+done
+[[ "$reps" =~ ^[1-9][0-9]*$ ]] || { echo "perf.sh: --reps must be a positive number" >&2; exit 2; }
+[[ "$secs" =~ ^[1-9][0-9]*$ ]] || { echo "perf.sh: --secs must be a positive number" >&2; exit 2; }
+[[ "$pass_port $declutter_port" =~ ^[1-9][0-9]*\ [1-9][0-9]*$ ]] \
+    || { echo "perf.sh: --pith-ports takes two port numbers, e.g. \"18111 18112\"" >&2; exit 2; }
+
+[ -x "$perf_dir/peers.sh" ] || { echo "perf.sh: no load harness at $perf_dir (set PITH_SHARED)" >&2; exit 1; }
+[ -d "$pages" ] || { echo "perf.sh: no pages at $pages" >&2; exit 1; }
+
+# The origin and the client come from Debian packages; install them when they are missing.
+install_tools() {
+    local missing=() tool
+    for tool in nginx wrk curl openssl; do
+        command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] || missing+=("$tool")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    echo "perf.sh: installing ${missing[*]} with apt-get" >&2
+    local sudo=()
+    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+    "${sudo[@]}" apt-get update -qq
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+install_tools
+export PATH="$PATH:/usr/sbin"
+command -v python3 >/dev/null 2>&1 || { echo "perf.sh: python3 is needed for the summary" >&2; exit 1; }
+
+# Reference peers other than `direct` are run only when their program is installed. `direct` is
+# the reference every ratio is taken against, so it always runs, and first.
+declare -A peer_program=([tinyproxy]=tinyproxy [squid]=squid [squid-cache]=squid
+                         [privoxy]=privoxy [privoxy-filter]=privoxy
+                         [mitmproxy]="${MITMDUMP:-mitmdump}" [mitmproxy-rewrite]="${MITMDUMP:-mitmdump}")
+kept="direct"
+for peer in $peers; do
+    [ "$peer" != direct ] || continue
+    program=${peer_program[$peer]:-}
+    if [ -z "$program" ]; then
+        echo "perf.sh: leaving out $peer: not a peer of the harness ($perf_dir/peers.sh list)" >&2
+    elif ! command -v "$program" >/dev/null 2>&1; then
+        echo "perf.sh: leaving out $peer: $program is not installed" >&2
+    else
+        kept="$kept $peer"
+    fi
+done
+peers=$kept
+
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+for port in "$pass_port" "$declutter_port"; do
+    if port_busy "$port"; then
+        echo "perf.sh: 127.0.0.1:$port is already in use; stop what holds it or pick free ports" \
+            "with --pith-ports \"PASS DECLUTTER\"" >&2
+        exit 1
+    fi
+done
+
+(cd "$repo_root" && cargo build --release --bin pith)
+pith_bin=$repo_root/target/release/pith
+
+run=$(mktemp -d "${TMPDIR:-/tmp}/pith-perf.XXXXXX")
+trap 'rm -rf "$run"' EXIT
+
+# One config per profile. `send_via = false`: nginx's default `gzip_proxied off` refuses to gzip
+# (or serve gzip_static files) for any request carrying `Via`, so with Via on, pith would be
+# sent identity bodies where `direct` gets gzip; the peers in ../shared/perf also run with Via
+# disabled, so the comparison is like for like.
+write_config() { # $1 = profile, $2 = port
+    cat > "$run/pith-$1.toml" <<EOF
+[log]
+level = "warn"
+
+[[listener]]
+address = "127.0.0.1:$2"
+profile = "$1"
+
+[upstream]
+send_via = false
+EOF
+    "$pith_bin" check-config "$run/pith-$1.toml" >/dev/null
+}
+write_config pass "$pass_port"
+write_config declutter "$declutter_port"
+
+# The harness's origin has fixed ports (18080, 18443). If one is already up from the harness's
+# default run dir and serves exactly our pages, hand its PID to this run: peers.sh then neither
+# starts nor stops it. Anything else on those ports is an error, not something to measure.
+reuse_origin() {
+    port_busy 18080 || port_busy 18443 || return 0
+    local other=${PERF_RUN:-${TMPDIR:-/tmp}/pith-perf-run} pid="" ours theirs
+    ours=$(cd "$pages" && ls -1 ./*.html | sed 's#^\./#/p/#' | sort)
+    theirs=$(curl -sf --max-time 5 http://127.0.0.1:18080/pages.txt || true)
+    [ -s "$other/origin/nginx.pid" ] && pid=$(cat "$other/origin/nginx.pid")
+    if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null || [ "$ours" != "$theirs" ]; then
+        echo "perf.sh: 127.0.0.1:18080 or :18443 is in use by something other than an origin" \
+            "serving $pages; stop it first" >&2
+        exit 1
+    fi
+    mkdir -p "$run/origin"
+    echo "$pid" > "$run/origin/nginx.pid"
+    echo "perf.sh: reusing the origin already on 127.0.0.1:18080 (nginx pid $pid, run dir" \
+        "$other); it is left running" >&2
+}
+reuse_origin
+
+if [ -z "$out" ]; then
+    mkdir -p "$repo_root/target/perf"
+    out=$repo_root/target/perf/results-$(date +%Y%m%d-%H%M%S).txt
+fi
+mkdir -p "$(dirname "$out")"
+out=$(cd "$(dirname "$out")" && pwd)/$(basename "$out")
+summary=${out%.txt}.md
+[ "$summary" != "$out" ] || summary=$out.md
+
+serve() { # $1 = profile: the command line peers.sh runs in the foreground
+    printf '%q serve --config %q' "$pith_bin" "$run/pith-$1.toml"
+}
+extreme_flag=()
+[ "$extremes" = 1 ] || extreme_flag=(--no-extremes)
+
+"$perf_dir/peers.sh" run --pages "$pages" --run "$run" --peers "$peers" \
+    --cmd "pith-pass=$pass_port=$(serve pass)" \
+    --cmd "pith-declutter=$declutter_port=$(serve declutter)" \
+    --reps "$reps" --secs "$secs" --concs "$concs" "${extreme_flag[@]}" --out "$out"
+
+python3 "$perf_dir/summarize.py" "$out" | tee "$summary"
+echo
+echo "perf.sh: raw results in $out"
+echo "perf.sh: table in $summary"
