@@ -763,7 +763,7 @@ mod tests {
     /// must not contain it). Building a 200 MiB bomb this way takes milliseconds.
     fn deflate_run(prefix: &[u8], byte: u8, mib: usize) -> Vec<u8> {
         assert!(!prefix.contains(&byte));
-        let mut compress = Compress::new(Compression::fast(), false);
+        let mut compress = Compress::new(Compression::best(), false);
         let mut raw = Vec::with_capacity(64 * 1024);
         compress
             .compress_vec(prefix, &mut raw, FlushCompress::Sync)
