@@ -21,8 +21,10 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
 use toml::Spanned;
 
+use crate::extract::sites::{SiteError, SiteRules};
+use crate::extract::{Options, PresetName};
 use crate::html::rules::{RuleError, RuleSet};
-use crate::pipeline::{Output, Profile};
+use crate::pipeline::{Output, Profile, Stage2};
 
 /// The documented default configuration, built into the binary.
 pub const DEFAULT_TOML: &str = include_str!("../proxy.toml");
@@ -55,6 +57,19 @@ pub enum ConfigError {
         key: String,
         /// What is wrong, in words.
         message: String,
+    },
+    /// The site rules (`filters.dir`/sites) are invalid.
+    #[error("{origin}:{line}: key `{key}`: {source}")]
+    Sites {
+        /// The config file that names the folder.
+        origin: String,
+        /// Line of the naming key.
+        line: usize,
+        /// The key, `filters.dir`.
+        key: String,
+        /// The site files' own errors, each with its file and line.
+        #[source]
+        source: SiteError,
     },
     /// A rule file named by a profile is invalid.
     #[error("{origin}:{line}: key `{key}`: {source}")]
@@ -228,6 +243,15 @@ pub struct RawProfile {
     /// "html" or "text".
     #[serde(default)]
     pub output: Option<Spanned<String>>,
+    /// Stage-2 preset name, or "none" for stage 1 only; default "automatic".
+    #[serde(default)]
+    pub preset: Option<Spanned<String>>,
+    /// Append the "Removed links" section; default: the preset's choice.
+    #[serde(default)]
+    pub retain_links: Option<bool>,
+    /// Link-list threshold override; default: the preset's.
+    #[serde(default)]
+    pub link_ratio: Option<Spanned<f64>>,
 }
 
 /// The validated configuration the proxy runs with.
@@ -381,12 +405,14 @@ impl Validator<'_> {
     ) -> Result<BTreeMap<String, Arc<Profile>>, ConfigError> {
         let mut out = BTreeMap::new();
         out.insert("pass".to_string(), Arc::new(Profile::pass()));
+        let sites = Arc::new(self.sites(filters)?);
         // The documented profiles exist even in a config that does not spell them out, so
         // that "every key is optional" holds; a [profiles.NAME] table replaces them.
         for (name, output) in [("declutter", Output::Html), ("text", Output::Text)] {
             if !raw.contains_key(name) {
                 let rules = self.implicit_rules(filters, &format!("profiles.{name}.rules"))?;
-                out.insert(name.to_string(), Arc::new(Profile::new(name, Arc::new(rules), output)));
+                let stage2 = Stage2 { options: Options::default(), sites: Arc::clone(&sites) };
+                out.insert(name.to_string(), Arc::new(Profile::new(name, Arc::new(rules), output).with_stage2(stage2)));
             }
         }
         for (name, p) in raw {
@@ -404,9 +430,50 @@ impl Validator<'_> {
                 }
             };
             let rules = self.rules(filters, &p.rules, &format!("{key}.rules"))?;
-            out.insert(name.clone(), Arc::new(Profile::new(name, Arc::new(rules), output)));
+            let mut profile = Profile::new(name, Arc::new(rules), output);
+            if let Some(options) = self.stage2_options(p, &key)? {
+                profile = profile.with_stage2(Stage2 { options, sites: Arc::clone(&sites) });
+            }
+            out.insert(name.clone(), Arc::new(profile));
         }
         Ok(out)
+    }
+
+    /// A profile's stage-2 keys: `None` for `preset = "none"` (stage 1 only).
+    fn stage2_options(&self, p: &RawProfile, key: &str) -> Result<Option<Options>, ConfigError> {
+        let preset = match &p.preset {
+            None => PresetName::Automatic,
+            Some(name) => PresetName::parse(name.get_ref()).ok_or_else(|| {
+                let known: Vec<&str> = PresetName::ALL.iter().map(|p| p.as_str()).collect();
+                self.err(name.span(), &format!("{key}.preset"), format!("unknown preset {:?}; use one of {}", name.get_ref(), known.join(", ")))
+            })?,
+        };
+        if preset == PresetName::None {
+            return Ok(None);
+        }
+        let link_ratio = match &p.link_ratio {
+            Some(r) if !(0.0..=1000.0).contains(r.get_ref()) => {
+                return Err(self.err(r.span(), &format!("{key}.link_ratio"), "must be between 0 and 1000 (Crunch used 0.25)"));
+            }
+            r => r.as_ref().map(|r| *r.get_ref()),
+        };
+        Ok(Some(Options { preset, retain_links: p.retain_links, link_ratio }))
+    }
+
+    /// The site rules: every `*.rules` file of `filters.dir`/sites when that folder exists,
+    /// else the built-in files.
+    fn sites(&self, filters: &RawFilters) -> Result<SiteRules, ConfigError> {
+        let dir = filters.dir.get_ref();
+        let folder = self.base.join(dir).join("sites");
+        if dir.is_empty() || !folder.is_dir() {
+            return Ok(SiteRules::builtin());
+        }
+        SiteRules::parse_dir(&folder).map_err(|source| ConfigError::Sites {
+            origin: self.origin.to_string(),
+            line: line_col(self.text, filters.dir.span().start).0,
+            key: "filters.dir".to_string(),
+            source,
+        })
     }
 
     /// Rules of a profile the file does not define: `declutter.rules` from `filters.dir` when
@@ -632,6 +699,40 @@ mod tests {
     rejected!(bad_output, "[profiles.x]\nrules = \"declutter\"\noutput = \"pdf\"\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:3:", "profiles.x.output");
     rejected!(missing_rules, "[profiles.x]\nrules = \"nosuch\"\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "profiles.x.rules");
     rejected!(bad_toml, "[[listener]\naddress = 1\n", "test.toml:1:");
+    rejected!(unknown_preset, "[profiles.x]\nrules = \"declutter\"\npreset = \"newspaper\"\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:3:", "profiles.x.preset", "text-heavy");
+    rejected!(bad_link_ratio, "[profiles.x]\nrules = \"declutter\"\n\nlink_ratio = -1.0\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:4:", "profiles.x.link_ratio");
+    rejected!(retain_links_not_bool, "[profiles.x]\nrules = \"declutter\"\nretain_links = \"yes\"\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:3:", "retain_links");
+
+    #[test]
+    fn profiles_carry_stage2_settings() {
+        let c = parse(concat!(
+            "[profiles.light]\nrules = \"declutter\"\npreset = \"none\"\n",
+            "[profiles.gov]\nrules = \"declutter\"\npreset = \"government\"\nretain_links = false\nlink_ratio = 0.5\n",
+            "[profiles.plain]\nrules = \"declutter\"\n",
+            "[[listener]]\naddress = \"127.0.0.1:1\"\n"
+        ))
+        .unwrap();
+        assert!(c.profiles["light"].stage2.is_none());
+        let gov = &c.profiles["gov"].stage2.as_ref().expect("stage 2").options;
+        assert_eq!((gov.preset, gov.retain_links, gov.link_ratio), (PresetName::Government, Some(false), Some(0.5)));
+        let plain = &c.profiles["plain"].stage2.as_ref().expect("stage 2").options;
+        assert_eq!(*plain, Options::default());
+        assert!(c.profiles["declutter"].stage2.is_some() && c.profiles["text"].stage2.is_some());
+        assert!(c.profiles["pass"].stage2.is_none());
+    }
+
+    #[test]
+    fn site_rules_from_a_folder_report_their_own_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sites")).unwrap();
+        std::fs::write(dir.path().join("sites/x.rules"), "site e.example\npreset newspaper\n").unwrap();
+        std::fs::write(dir.path().join("declutter.rules"), "remove script\n").unwrap();
+        let text = format!("[filters]\ndir = {:?}\n[[listener]]\naddress = \"127.0.0.1:1\"\n", dir.path().display().to_string());
+        let err = parse(&text).expect_err("bad site file");
+        let shown = format!("{err}: {}", std::error::Error::source(&err).map(|s| s.to_string()).unwrap_or_default());
+        assert!(shown.contains("test.toml:2") && shown.contains("filters.dir"), "{shown}");
+        assert!(shown.contains("x.rules:2"), "{shown}");
+    }
 
     #[test]
     fn documented_profiles_exist_without_being_spelled_out() {

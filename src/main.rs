@@ -59,6 +59,10 @@ struct ExtractArgs {
     /// Write each input NAME.html to DIR/NAME.txt (or .html) instead of standard output.
     #[arg(long, short)]
     out_dir: Option<PathBuf>,
+    /// The page's address (absolute URL): links are resolved against it and site rules are
+    /// chosen by its host, as the proxy does with the request URL.
+    #[arg(long)]
+    url: Option<String>,
     /// Input files; `-` (or none) reads standard input.
     files: Vec<PathBuf>,
 }
@@ -192,7 +196,7 @@ fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
             eprint!("\r\x1b[K[{}/{}] {}", i + 1, files.len(), file.display());
         }
         tally.files += 1;
-        match extract_one(file, &profile, output, args.out_dir.as_deref()) {
+        match extract_one(file, &profile, output, args.out_dir.as_deref(), args.url.as_deref()) {
             Ok(n) => tally.bytes += n,
             Err(e) => {
                 tally.failures += 1;
@@ -217,7 +221,7 @@ fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Runs one input through the pipeline; returns the input size.
-fn extract_one(file: &Path, profile: &pipeline::Profile, output: Output, out_dir: Option<&Path>) -> anyhow::Result<u64> {
+fn extract_one(file: &Path, profile: &pipeline::Profile, output: Output, out_dir: Option<&Path>, url: Option<&str>) -> anyhow::Result<u64> {
     let input = if file == Path::new("-") {
         let mut buf = Vec::new();
         std::io::stdin().read_to_end(&mut buf).context("cannot read standard input")?;
@@ -225,7 +229,7 @@ fn extract_one(file: &Path, profile: &pipeline::Profile, output: Output, out_dir
     } else {
         std::fs::read(file).context("cannot read the file")?
     };
-    let page = pipeline::process(profile, &input, None, output)?;
+    let page = pipeline::process(profile, &input, None, output, url)?;
     match out_dir {
         None => std::io::stdout().write_all(&page.body).context("cannot write to standard output")?,
         Some(dir) => {

@@ -9,6 +9,7 @@ mod codings;
 mod connect;
 mod errors;
 mod extract;
+mod fixtures;
 mod profiles;
 mod proxy;
 mod shutdown;

@@ -192,6 +192,10 @@ pub struct SelectorSet {
     by_id: HashMap<String, Vec<u32>>,
     by_class: HashMap<String, Vec<u32>>,
     by_attr: HashMap<String, Vec<u32>>,
+    /// Selectors filed by a case-sensitive `[attr^=value]` test (lists hold hundreds of
+    /// `a[href^="https://ad-host/"]`), per attribute name, sorted by value: an element finds
+    /// those whose value starts its own in a few binary searches.
+    by_prefix: HashMap<String, Vec<(String, u32)>>,
     by_tag: HashMap<String, Vec<u32>>,
     everywhere: Vec<u32>,
 }
@@ -207,6 +211,11 @@ impl SelectorSet {
                 set.by_id.entry(id.clone()).or_default()
             } else if let Some(class) = subject.classes.first() {
                 set.by_class.entry(class.clone()).or_default()
+            } else if let Some(attr) = subject.attrs.first().filter(|a| is_prefix_key(a)) {
+                let list = set.by_prefix.entry(attr.name.clone()).or_default();
+                list.push((attr.value.clone(), index));
+                set.complexes.push(complex);
+                continue;
             } else if let Some(attr) = subject.attrs.first() {
                 set.by_attr.entry(attr.name.clone()).or_default()
             } else if let Some(tag) = &subject.tag {
@@ -216,6 +225,9 @@ impl SelectorSet {
             };
             bucket.push(index);
             set.complexes.push(complex);
+        }
+        for list in set.by_prefix.values_mut() {
+            list.sort_unstable();
         }
         set
     }
@@ -272,9 +284,19 @@ impl SelectorSet {
             }
         }
         for (name, value) in tree.attrs(id) {
+            if !self.by_prefix.is_empty() {
+                if let Some(list) = self.by_prefix.get(lowercase(name, lower)) {
+                    prefixes_of(list, value.as_bytes(), out);
+                }
+            }
             if !self.by_attr.is_empty() {
                 if let Some(hits) = self.by_attr.get(lowercase(name, lower)) {
-                    out.extend_from_slice(hits);
+                    // The test the selector was filed by is checked here, on the value at hand:
+                    // lists file hundreds of `a[href^="https://ad-host/"]` under `href`.
+                    let key_test = |&&c: &&u32| {
+                        self.complexes[c as usize].compounds[0].attrs[0].matches_value(value)
+                    };
+                    out.extend(hits.iter().filter(key_test));
                 }
             }
             if str::eq_ignore_ascii_case(name, "id") && !self.by_id.is_empty() {
@@ -288,6 +310,44 @@ impl SelectorSet {
                     }
                 }
             }
+        }
+    }
+}
+
+/// Whether an attribute test can be looked up in a sorted list of prefixes.
+fn is_prefix_key(test: &AttrTest) -> bool {
+    test.op == AttrOp::Prefix && !test.ignore_case && !test.value.is_empty()
+}
+
+/// Pushes the index of every entry of `list` (sorted by value) whose value is a prefix of
+/// `value`.
+///
+/// The largest entry not above the search bound is either a prefix of `value` (taken, and the
+/// bound drops below it) or shares only its first `l` bytes with `value`, and then no longer
+/// prefix can lie below it, so the bound drops to those `l` bytes. The bound shrinks every
+/// round: a handful of binary searches per value.
+fn prefixes_of(list: &[(String, u32)], value: &[u8], out: &mut Vec<u32>) {
+    let mut bound = value;
+    loop {
+        let end = list.partition_point(|(p, _)| p.as_bytes() <= bound);
+        let Some(last) = end.checked_sub(1) else {
+            return;
+        };
+        let largest = list[last].0.as_bytes();
+        if value.starts_with(largest) {
+            let same = list[..end]
+                .iter()
+                .rev()
+                .take_while(|(p, _)| p.as_bytes() == largest);
+            out.extend(same.map(|&(_, index)| index));
+            bound = &value[..largest.len() - 1];
+        } else {
+            let common = largest
+                .iter()
+                .zip(value)
+                .take_while(|(a, b)| a == b)
+                .count();
+            bound = &value[..common];
         }
     }
 }
@@ -433,9 +493,11 @@ fn attr<'t>(tree: &'t Tree, id: NodeId, name: &str) -> Option<&'t str> {
 
 impl AttrTest {
     fn matches(&self, tree: &Tree, id: NodeId) -> bool {
-        let Some(value) = attr(tree, id, &self.name) else {
-            return false;
-        };
+        attr(tree, id, &self.name).is_some_and(|value| self.matches_value(value))
+    }
+
+    /// Whether an attribute of this test's name, with this value, passes the test.
+    fn matches_value(&self, value: &str) -> bool {
         if self.op == AttrOp::Exists {
             return true;
         }
@@ -629,6 +691,77 @@ mod tests {
             ["-", "-", "-", "top", "l1", "h", "l2", "list", "li1", "inner", "deep", "fo"]
         );
         assert!(SelectorSet::new([]).matching(&tree, tree.root()).is_empty());
+    }
+
+    #[test]
+    fn prefix_lookup_finds_exactly_the_prefixes() {
+        let values = [
+            "http",
+            "http://a",
+            "http://aa",
+            "http://ab",
+            "http://ab",
+            "http://ab/x",
+            "http://ac",
+            "https://",
+            "//",
+            "/",
+            "http://ab/x/y/z",
+            "zzz",
+        ];
+        let mut list: Vec<(String, u32)> = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (v.to_string(), i as u32))
+            .collect();
+        list.sort_unstable();
+        for probe in [
+            "http://ab/x/y",
+            "http://ab",
+            "http://a",
+            "http://b",
+            "https://x",
+            "//cdn",
+            "/p",
+            "h",
+            "",
+            "zzzz",
+            "http://aa/",
+            "http://ab/x/y/z/w",
+        ] {
+            let mut found = Vec::new();
+            prefixes_of(&list, probe.as_bytes(), &mut found);
+            found.sort_unstable();
+            let expected: Vec<u32> = (0..values.len() as u32)
+                .filter(|&i| probe.starts_with(values[i as usize]))
+                .collect();
+            assert_eq!(found, expected, "{probe:?}");
+        }
+    }
+
+    #[test]
+    fn prefix_filed_selectors_match_like_the_others() {
+        let tree = Tree::parse(
+            r#"<a id=a href="https://ads.example/x">1</a><a id=b href="https://ads.example.org/">2</a>
+            <a id=c href="https://news.example/">3</a><img id=d src="https://ads.example/i.png">"#,
+        );
+        let set = SelectorSet::new(
+            [
+                r#"a[href^="https://ads.example/"]"#,
+                r#"[href^="https://ads.example.org"][id=b]"#,
+                r#"a[href^="https://ads"][href$=".net"]"#,
+                r#"img[src^="https://ads.example/"]"#,
+                r#"a[href^="HTTPS://NEWS" i]"#,
+            ]
+            .iter()
+            .map(|s| Selector::parse(s).expect("valid")),
+        );
+        let found: Vec<_> = set
+            .matching(&tree, tree.root())
+            .into_iter()
+            .map(|id| tree.attr(id, "id").unwrap_or("-"))
+            .collect();
+        assert_eq!(found, ["a", "b", "c", "d"]);
     }
 
     #[test]

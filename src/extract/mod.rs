@@ -1,1 +1,448 @@
-//! TODO
+//! Stage 2: the algorithms that decide what of a parsed page to keep. Each is a pure function
+//! over a [`dom::Tree`](crate::dom::Tree) and a settings struct; none does I/O or knows of HTTP
+//! or the streaming rewriter.
+//!
+//! The Crunch removers, run in this order by [`declutter::run`]:
+//!
+//! | file | remover |
+//! |---|---|
+//! | [`sites`] | per-site rules: preset, thresholds, removers on/off, selectors always kept or removed |
+//! | [`ads`] | elements whose link or source is an ad server, and the lists' element-hiding rules |
+//! | [`landmarks`] | regions the page declares not content: site header and footer, sidebars, dialogs |
+//! | [`linklist`] | blocks whose links outnumber their non-link text (navigation, link farms, teaser grids) |
+//! | [`empty`] | tables and layout blocks left without substance by the others |
+//! | [`retainer`] | the links the removers took out, listed at the end of the page |
+//!
+//! [`presets`] holds Crunch's named presets as data; [`prose`] finds paragraphs and the page's
+//! main content, which the removers protect; [`declutter`] orchestrates and owns the safety net
+//! (a page never loses its main prose: a run that takes it means a gentler preset).
+//!
+//! This module owns what the removers share: the resolved [`Settings`], what a profile asks for
+//! ([`Options`]), the page [`Context`], the [`Removal`] report, statistics of the *kept* tree
+//! ([`kept_stats`]; the tree's own statistics describe the page as parsed), and URL resolution
+//! for links ([`resolve_url`], [`document_base`]).
+
+pub mod ads;
+pub mod declutter;
+pub mod empty;
+pub mod landmarks;
+pub mod linklist;
+pub mod presets;
+pub mod prose;
+pub mod retainer;
+pub mod sites;
+
+use std::fmt;
+
+use url::Url;
+
+use crate::dom::{NodeId, NodeStats, Tree};
+use crate::html::ads::AdFilter;
+
+pub use presets::{Containers, PresetName};
+
+/// What a profile asks of stage 2: a starting preset and the few choices a user makes per
+/// profile. Site rules may override all of it ([`Settings::resolve`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// The preset to start from when no site rule names one.
+    pub preset: PresetName,
+    /// Append the "Removed links" section; `None` keeps the preset's choice.
+    pub retain_links: Option<bool>,
+    /// Override of the link-list threshold; `None` keeps the preset's.
+    pub link_ratio: Option<f64>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            preset: PresetName::Automatic,
+            retain_links: None,
+            link_ratio: None,
+        }
+    }
+}
+
+/// Every knob of one declutter run, resolved from a preset, the profile's [`Options`] and the
+/// site rule. Plain data, so a run is reproducible from it alone.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// The preset the values started from (for reports and the fallback chain).
+    pub preset: PresetName,
+    /// The link-list remover removes a block of the page's main content when links ÷
+    /// (non-link characters ÷ 5) is above this (Crunch: 0.25).
+    pub link_ratio: f64,
+    /// The same threshold for blocks outside the main content (sidebars, teaser grids, the
+    /// areas around the article); the lower of the two applies there. See [`linklist`].
+    pub strict_link_ratio: f64,
+    /// Which elements the link-list remover judges.
+    pub containers: Containers,
+    /// Whether `<nav>` and `role=navigation` blocks are taken for navigation as soon as they
+    /// are link-dense, without the paragraph protection other blocks get.
+    pub nav_hints: bool,
+    /// A link-dense block holding a paragraph with at least this many characters of non-link
+    /// text is not removed whole: the link-list remover judges its parts instead.
+    pub protect_paragraph_chars: u32,
+    /// Characters of text a table or layout block needs to count as content (Crunch: 12).
+    pub empty_min_chars: u32,
+    /// Run the ad remover.
+    pub ads: bool,
+    /// Run the landmark remover (site header and footer, sidebars, dialogs).
+    pub landmarks: bool,
+    /// Run the link-list remover.
+    pub link_lists: bool,
+    /// Run the empty-table remover.
+    pub empty_tables: bool,
+    /// Append the links the removers took out as a "Removed links" section.
+    pub retain_links: bool,
+    /// The share of the main content's prose (of the page's non-link text, on a page without
+    /// prose) the removers must leave; below it the page is redone with the next gentler
+    /// preset ([`PresetName::fallback`]). See [`declutter`].
+    pub min_kept_fraction: f64,
+}
+
+impl Settings {
+    /// The settings a profile's options give on a page whose site rule (if any) is `site`:
+    /// the site's preset replaces the profile's, then the profile's choices apply, then the
+    /// site's thresholds and switches, which know the site best.
+    pub fn resolve(options: &Options, site: Option<&sites::SiteRule>) -> Settings {
+        let preset = site
+            .and_then(|s| s.preset.as_deref())
+            .and_then(PresetName::parse)
+            .unwrap_or(options.preset);
+        let mut settings = preset.settings();
+        if let Some(retain) = options.retain_links {
+            settings.retain_links = retain;
+        }
+        if let Some(ratio) = options.link_ratio {
+            settings.link_ratio = ratio;
+        }
+        if let Some(site) = site {
+            settings.apply_site(site);
+        }
+        settings
+    }
+
+    /// Applies a site rule's `set` and `on`/`off` lines. Names were validated when the rule
+    /// was parsed; one this version does not know is ignored rather than failing a page.
+    pub fn apply_site(&mut self, site: &sites::SiteRule) {
+        for (name, value) in &site.overrides {
+            match name.as_str() {
+                "link-ratio" => self.link_ratio = value.max(0.0),
+                "empty-min-chars" => {
+                    self.empty_min_chars = value.clamp(0.0, u32::MAX as f64) as u32
+                }
+                "min-kept-fraction" => self.min_kept_fraction = value.clamp(0.0, 1.0),
+                _ => {}
+            }
+        }
+        for (name, on) in &site.switches {
+            match name.as_str() {
+                "ads" => self.ads = *on,
+                "landmarks" => self.landmarks = *on,
+                "link-lists" => self.link_lists = *on,
+                "empty-tables" => self.empty_tables = *on,
+                "retainer" => self.retain_links = *on,
+                _ => {}
+            }
+        }
+    }
+}
+
+/// What the removers know about the page beyond its tree.
+#[derive(Clone, Copy, Default)]
+pub struct Context<'a> {
+    /// The page's absolute URL, when known: links are resolved against it (and `<base href>`).
+    pub page_url: Option<&'a str>,
+    /// The ad matcher, when the ad remover is to run.
+    pub ads: Option<&'a AdFilter>,
+    /// The site rule for the page's host, if any.
+    pub site: Option<&'a sites::SiteRule>,
+}
+
+impl fmt::Debug for Context<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context")
+            .field("page_url", &self.page_url)
+            .field("ads", &self.ads.is_some())
+            .field("site", &self.site.map(|s| &s.origin))
+            .finish()
+    }
+}
+
+/// Elements a site rule keeps, with their ancestors: no remover removes them (their other
+/// descendants may still go).
+#[derive(Debug, Clone, Default)]
+pub struct Keep {
+    /// One mark per node of the tree it was built for; empty when nothing is kept.
+    marks: Vec<bool>,
+}
+
+impl Keep {
+    /// Nothing kept.
+    pub fn none() -> Keep {
+        Keep::default()
+    }
+
+    /// Keeps `nodes` and all their ancestors. Climbing stops at a node already marked, so the
+    /// cost is linear in the size of the tree whatever the number of nodes.
+    pub fn from_nodes(tree: &Tree, nodes: impl IntoIterator<Item = NodeId>) -> Keep {
+        let mut marks = vec![false; tree.len()];
+        for node in nodes {
+            let mut current = Some(node);
+            while let Some(id) = current {
+                if marks[id.index()] {
+                    break;
+                }
+                marks[id.index()] = true;
+                current = tree.parent(id);
+            }
+        }
+        Keep { marks }
+    }
+
+    /// Whether the node must stay.
+    pub fn contains(&self, id: NodeId) -> bool {
+        self.marks.get(id.index()).copied().unwrap_or(false)
+    }
+}
+
+/// What one declutter run did, for the response header, logs and tests.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Removal {
+    /// The preset whose result is served (after any fallback).
+    pub preset: Option<PresetName>,
+    /// Elements removed by the site rule's `remove` selectors.
+    pub site: usize,
+    /// Elements removed by the ad remover.
+    pub ads: usize,
+    /// Regions removed by the landmark remover.
+    pub landmarks: usize,
+    /// Blocks removed by the link-list remover.
+    pub link_lists: usize,
+    /// Tables and layout blocks removed by the empty-table remover.
+    pub empty: usize,
+    /// Links listed in the "Removed links" section.
+    pub links_retained: usize,
+    /// Visible characters of the page's body before stage 2.
+    pub page_chars: u32,
+    /// Visible characters left.
+    pub kept_chars: u32,
+    /// Set when the first preset removed too much and a gentler one was used.
+    pub fallback: Option<Fallback>,
+}
+
+/// The safety net fired: the preset tried first left too little of the page's text.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fallback {
+    /// The preset that removed too much.
+    pub from: PresetName,
+    /// The preset used instead ([`PresetName::None`] when even the gentlest removed too much).
+    pub to: PresetName,
+    /// The share of the main content's prose (see [`declutter`]) the `from` run would have
+    /// kept.
+    pub kept_fraction: f64,
+}
+
+impl fmt::Display for Fallback {
+    /// The value of the proxy's `x-pith-fallback` header, e.g. `gentle; automatic kept 12% of
+    /// text`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}; {} kept {:.0}% of text",
+            self.to,
+            self.from,
+            self.kept_fraction * 100.0
+        )
+    }
+}
+
+/// Statistics of every node's subtree counting only what is not removed: the tree's own
+/// [`Tree::stats`] describe the page as parsed and do not change when a remover marks a node.
+///
+/// One reverse pass over the arena (children follow their parents in it): each node's loss
+/// is its whole parsed statistics if it is removed, else the sum of its children's losses;
+/// kept = parsed − lost. `depth` is copied unchanged. Linear in the size of the tree.
+pub fn kept_stats(tree: &Tree) -> Vec<NodeStats> {
+    let n = tree.len();
+    let mut lost = vec![NodeStats::default(); n];
+    for i in (0..n).rev() {
+        let Some(id) = tree.node_at(i) else { continue };
+        if tree.is_removed(id) {
+            lost[i] = *tree.stats(id);
+        }
+        if let Some(parent) = tree.parent(id) {
+            let child = lost[i];
+            add(&mut lost[parent.index()], &child);
+        }
+    }
+    (0..n)
+        .filter_map(|i| tree.node_at(i))
+        .map(|id| minus(tree.stats(id), &lost[id.index()]))
+        .collect()
+}
+
+fn add(to: &mut NodeStats, s: &NodeStats) {
+    to.text_chars += s.text_chars;
+    to.words += s.words;
+    to.link_text_chars += s.link_text_chars;
+    to.link_words += s.link_words;
+    to.links += s.links;
+    to.images += s.images;
+    to.controls += s.controls;
+    to.tags += s.tags;
+}
+
+fn minus(a: &NodeStats, b: &NodeStats) -> NodeStats {
+    NodeStats {
+        text_chars: a.text_chars.saturating_sub(b.text_chars),
+        words: a.words.saturating_sub(b.words),
+        link_text_chars: a.link_text_chars.saturating_sub(b.link_text_chars),
+        link_words: a.link_words.saturating_sub(b.link_words),
+        links: a.links.saturating_sub(b.links),
+        images: a.images.saturating_sub(b.images),
+        controls: a.controls.saturating_sub(b.controls),
+        tags: a.tags.saturating_sub(b.tags),
+        depth: a.depth,
+    }
+}
+
+/// Visible characters of a subtree that are not link text: the quantity Crunch divides by five
+/// to estimate the words a block says besides its links.
+pub fn non_link_chars(stats: &NodeStats) -> u32 {
+    stats.text_chars.saturating_sub(stats.link_text_chars)
+}
+
+/// The URL links of the document resolve against: the first `<base href>` resolved against the
+/// page URL, else the page URL. `None` when the page URL is unknown and there is no absolute
+/// `<base href>`.
+pub fn document_base(tree: &Tree, page_url: Option<&str>) -> Option<String> {
+    let page = page_url.and_then(|url| Url::parse(url.trim()).ok());
+    let base_href = tree.head().and_then(|head| {
+        tree.descendants(head)
+            .filter(|&id| tree.tag(id) == Some("base"))
+            .find_map(|id| tree.attr(id, "href"))
+    });
+    let from_base = base_href.and_then(|href| match &page {
+        Some(page) => page.join(href.trim()).ok(),
+        None => Url::parse(href.trim()).ok(),
+    });
+    from_base.or(page).map(String::from)
+}
+
+/// Resolves a link `href` against an absolute `base` URL as browsers do (the WHATWG URL
+/// standard: whitespace trimmed, dot segments removed, percent-encoding applied). `None` when
+/// `base` is not an absolute URL or `href` cannot be resolved.
+pub fn resolve_url(base: &str, href: &str) -> Option<String> {
+    let base = Url::parse(base.trim()).ok()?;
+    base.join(href.trim()).ok().map(String::from)
+}
+
+/// The host of an absolute URL (with `:port` when one is given), for site-rule lookup.
+pub fn url_host(url: &str) -> Option<String> {
+    let url = Url::parse(url.trim()).ok()?;
+    let host = url.host_str()?;
+    Some(match url.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    macro_rules! resolves {
+        ($($name:ident: $base:expr, $href:expr => $expected:expr;)*) => {$(
+            #[test]
+            fn $name() {
+                assert_eq!(resolve_url($base, $href).as_deref(), $expected);
+            }
+        )*};
+    }
+
+    const B: &str = "http://a/b/c/d;p?q";
+
+    // Examples of RFC 3986 section 5.4, and what browsers add.
+    resolves! {
+        relative_path: B, "g" => Some("http://a/b/c/g");
+        absolute_path: B, "/g" => Some("http://a/g");
+        network_path: B, "//g" => Some("http://g/");
+        query_only: B, "?y" => Some("http://a/b/c/d;p?y");
+        fragment_only: B, "#s" => Some("http://a/b/c/d;p?q#s");
+        dot_dot: B, "../g" => Some("http://a/b/g");
+        above_root: B, "../../../g" => Some("http://a/g");
+        absolute_kept: B, "HTTPS://x.example/y" => Some("https://x.example/y");
+        mailto_kept: B, "mailto:a@b.example" => Some("mailto:a@b.example");
+        whitespace_trimmed: "https://e.example/a/", " \n x\ty\n " => Some("https://e.example/a/xy");
+        base_relative: "/a/b", "p" => None;
+    }
+
+    #[test]
+    fn hosts_of_urls() {
+        assert_eq!(
+            url_host("https://user:pw@www.e.example:8443/p?q").as_deref(),
+            Some("www.e.example:8443")
+        );
+        assert_eq!(url_host("http://E.example").as_deref(), Some("e.example"));
+        assert_eq!(url_host("/relative"), None);
+    }
+
+    #[test]
+    fn base_element_is_resolved_against_the_page() {
+        let tree = Tree::parse("<head><base href='/docs/'></head><body><a href=x>x</a></body>");
+        assert_eq!(
+            document_base(&tree, Some("https://e.example/a/b")).as_deref(),
+            Some("https://e.example/docs/")
+        );
+        let tree = Tree::parse("<p>no base</p>");
+        assert_eq!(document_base(&tree, None), None);
+        assert_eq!(
+            document_base(&tree, Some("https://e.example/a")).as_deref(),
+            Some("https://e.example/a")
+        );
+        let tree = Tree::parse("<head><base href='https://cdn.example/'></head>");
+        assert_eq!(
+            document_base(&tree, None).as_deref(),
+            Some("https://cdn.example/")
+        );
+    }
+
+    #[test]
+    fn kept_stats_subtract_removed_subtrees() {
+        let mut tree = Tree::parse(
+            "<div id=a><p>hello world</p><ul id=u><li><a href=/1>one</a><li><a href=/2>two</a></ul></div>",
+        );
+        let find = |tree: &Tree, id: &str| {
+            tree.descendants(tree.root())
+                .find(|&n| tree.attr(n, "id") == Some(id))
+                .expect("element")
+        };
+        let (div, ul) = (find(&tree, "a"), find(&tree, "u"));
+        assert_eq!(kept_stats(&tree)[div.index()].links, 2);
+        tree.remove(ul);
+        let kept = kept_stats(&tree);
+        assert_eq!(kept[div.index()].links, 0);
+        assert_eq!(kept[div.index()].text_chars, 11);
+        assert_eq!(non_link_chars(&kept[div.index()]), 11);
+        assert_eq!(
+            kept[ul.index()],
+            NodeStats {
+                depth: tree.stats(ul).depth,
+                ..NodeStats::default()
+            }
+        );
+        assert_eq!(kept[tree.root().index()].text_chars, 11);
+    }
+
+    #[test]
+    fn fallback_reads_as_a_header_value() {
+        let f = Fallback {
+            from: PresetName::Automatic,
+            to: PresetName::Gentle,
+            kept_fraction: 0.123,
+        };
+        assert_eq!(f.to_string(), "gentle; automatic kept 12% of text");
+    }
+}

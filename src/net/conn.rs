@@ -144,10 +144,11 @@ impl Handler {
         let method = req.method().clone();
         let accept_encoding = req.headers().get(header::ACCEPT_ENCODING).cloned();
         let via = self.state.config.upstream.send_via.then_some(&self.state.via);
+        let url = uri.to_string();
         let req = forward::prepare(req, uri, via)?;
         let resp = forward::send(&self.state.client, req, &host, self.state.config.upstream.response_timeout).await?;
         let profile = &self.listener.profile;
-        let ex = Exchange { method: &method, host: &host, accept_encoding, profile };
+        let ex = Exchange { method: &method, host: &host, url: &url, accept_encoding, profile };
         let served = respond::respond(&self.state, &ex, resp).await?;
         record.action = served.action;
         record.origin_bytes = served.origin_bytes;

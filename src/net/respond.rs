@@ -30,6 +30,8 @@ pub struct Exchange<'a> {
     pub method: &'a Method,
     /// The origin's host, for error messages.
     pub host: &'a str,
+    /// The absolute request URL: stage 2 resolves links against it and picks site rules by it.
+    pub url: &'a str,
     /// The client's Accept-Encoding.
     pub accept_encoding: Option<HeaderValue>,
     /// The profile serving the client.
@@ -66,7 +68,7 @@ pub async fn respond(state: &State, ex: &Exchange<'_>, resp: Response<Incoming>)
     };
     let origin_bytes = raw.iter().map(|b| b.len() as u64).sum();
     let content_type = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
-    let page = transform(ex.profile, decoded, content_type, ex.host).await?;
+    let page = transform(ex.profile, decoded, content_type, ex.host, ex.url).await?;
     let coding = codec::choose_encoding(ex.accept_encoding.as_ref().and_then(|v| v.to_str().ok()));
     let body = codec::encode_all(coding, &page.body).map_err(|source| ProxyError::Encode { source })?;
     rewrite_headers(&mut parts.headers, &page, coding, body.len(), ex.profile, state);
@@ -201,14 +203,15 @@ fn strip_response_hop_by_hop(headers: &mut HeaderMap, state: &State) {
 
 /// Runs the pipeline; large pages go to the blocking pool so one big page does not stall
 /// the other connections of this worker thread.
-async fn transform(profile: &Profile, doc: Vec<u8>, content_type: Option<String>, host: &str) -> Result<pipeline::Page, ProxyError> {
+async fn transform(profile: &Profile, doc: Vec<u8>, content_type: Option<String>, host: &str, url: &str) -> Result<pipeline::Page, ProxyError> {
     const INLINE_BYTES: usize = 512 * 1024;
     let rewrite_error = |source| ProxyError::Rewrite { host: host.to_string(), source };
     if doc.len() <= INLINE_BYTES {
-        return pipeline::process(profile, &doc, content_type.as_deref(), profile.output).map_err(rewrite_error);
+        return pipeline::process(profile, &doc, content_type.as_deref(), profile.output, Some(url)).map_err(rewrite_error);
     }
     let profile = profile.clone();
-    let job = tokio::task::spawn_blocking(move || pipeline::process(&profile, &doc, content_type.as_deref(), profile.output));
+    let url = url.to_string();
+    let job = tokio::task::spawn_blocking(move || pipeline::process(&profile, &doc, content_type.as_deref(), profile.output, Some(&url)));
     match job.await {
         Ok(result) => result.map_err(rewrite_error),
         Err(join) => Err(ProxyError::Internal { what: format!("the rewriting task failed: {join}") }),
@@ -247,6 +250,12 @@ fn rewrite_headers(headers: &mut HeaderMap, page: &pipeline::Page, coding: Codin
     );
     if let Ok(v) = HeaderValue::from_str(&summary) {
         headers.insert("x-pith", v);
+    }
+    // The safety net fired: say which gentler preset served the page, and why.
+    if let Some(fallback) = page.removal.as_ref().and_then(|r| r.fallback) {
+        if let Ok(v) = HeaderValue::from_str(&fallback.to_string()) {
+            headers.insert("x-pith-fallback", v);
+        }
     }
 }
 

@@ -1,0 +1,377 @@
+//! The `declutter` run: Crunch's removers in order on one tree, with the safety net.
+//!
+//! Order: the site rule's selectors (its `keep` protects, its `remove` removes) → ads
+//! ([`super::ads`], when the context has an ad filter) → landmarks → link lists → empty tables
+//! → the removed-link retainer (which lists what the landmark, link-list and empty-table
+//! removers took, never ad links). Each later remover counts only what the earlier ones left,
+//! and the empty-table remover comes last because the others are what empty the tables.
+//!
+//! # The safety net
+//!
+//! The removers are built to leave prose alone: a block holding a two-sentence paragraph is
+//! never removed whole, and the page's main content (the deepest block holding more than half
+//! of its prose) is judged leniently. A run that nevertheless takes out more than
+//! [`Settings::min_kept_fraction`] (half) of the main content's prose has misfired: a site
+//! rule's selector, an element-hiding rule or a landmark wrapped around the article. The page
+//! is then redone from the tree as parsed with the next gentler preset
+//! ([`PresetName::fallback`]: `gentle`, then `none`), and the [`Removal`] says so (the proxy
+//! turns that into an `x-pith-fallback` response header). On a page without prose (a gallery,
+//! a page of short lines) the same share of its visible non-link text is required instead.
+//!
+//! Why the main content's prose and not the page's text: on the development pages a correct
+//! run often removes more than half of a page's non-link text (sidebars of teasers, long
+//! footers), while it keeps all of the main content's prose on every page but one whose prose
+//! is spread over the whole page. A share of the page's text low enough never to fire on good
+//! runs would also miss a run that took the article and left the sidebars.
+
+use super::retainer::{self, RetainedLink};
+use super::{
+    ads, document_base, empty, kept_stats, landmarks, linklist, non_link_chars, prose, Context,
+    Fallback, Keep, PresetName, Removal, Settings,
+};
+use crate::dom::select::SelectorSet;
+use crate::dom::{NodeId, Tree};
+
+/// What a run did, and the links to list at the end of the page.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Outcome {
+    /// Counts per remover, the preset used, the fallback if it fired.
+    pub removal: Removal,
+    /// The "Removed links" section's links (empty unless the retainer is on).
+    pub retained: Vec<RetainedLink>,
+}
+
+/// Runs the removers `settings` switch on over `tree`, falling back to gentler presets when a
+/// run leaves too little of the page's text. The tree ends up marked as the served run left it.
+pub fn run(tree: &mut Tree, settings: &Settings, ctx: &Context<'_>) -> Outcome {
+    let Some(base) = Baseline::of(tree) else {
+        return finish(tree, Outcome::default(), settings.preset, 0);
+    };
+    if settings.preset == PresetName::None {
+        return finish(tree, Outcome::default(), settings.preset, base.chars);
+    }
+    let pristine = tree.clone();
+    let mut settings = settings.clone();
+    let mut fallback: Option<Fallback> = None;
+    loop {
+        let outcome = apply(tree, &settings, ctx);
+        let kept = base.kept_share(tree);
+        let next = match settings.preset.fallback() {
+            Some(next) if kept < settings.min_kept_fraction => next,
+            _ => {
+                let mut outcome = finish(tree, outcome, settings.preset, base.chars);
+                outcome.removal.fallback = fallback;
+                return outcome;
+            }
+        };
+        // The first rejected run is the one the report names.
+        fallback = Some(match fallback {
+            Some(first) => Fallback { to: next, ..first },
+            None => Fallback {
+                from: settings.preset,
+                to: next,
+                kept_fraction: kept,
+            },
+        });
+        *tree = pristine.clone();
+        if next == PresetName::None {
+            // Not even the site rule's removals: the page as stage 1 left it.
+            let mut outcome = finish(tree, Outcome::default(), next, base.chars);
+            outcome.removal.fallback = fallback;
+            return outcome;
+        }
+        settings = gentler(&settings, next);
+    }
+}
+
+/// What the safety net compares a run with: the page as parsed.
+struct Baseline {
+    body: NodeId,
+    /// Visible characters of the body.
+    chars: u32,
+    /// Its non-link characters.
+    non_link: u32,
+    /// The main content ([`prose::main_content`]) and its prose.
+    main: NodeId,
+    main_prose: u32,
+}
+
+impl Baseline {
+    /// `None` for a document without a body (a frameset): nothing to declutter.
+    fn of(tree: &Tree) -> Option<Baseline> {
+        let body = tree.body()?;
+        let stats = tree.stats(body);
+        let paragraphs = prose::paragraphs(tree);
+        let main = prose::main_content(tree, body, &paragraphs);
+        Some(Baseline {
+            body,
+            chars: stats.text_chars,
+            non_link: non_link_chars(stats),
+            main,
+            main_prose: paragraphs.prose[main.index()],
+        })
+    }
+
+    /// The share of the main content's prose a run kept; on a page without prose, the share of
+    /// its non-link text; 1 for a page with neither.
+    fn kept_share(&self, tree: &Tree) -> f64 {
+        if self.main_prose > 0 {
+            let kept = prose::paragraphs(tree).prose[self.main.index()];
+            return f64::from(kept) / f64::from(self.main_prose);
+        }
+        if self.non_link == 0 {
+            return 1.0;
+        }
+        let kept = kept_stats(tree)[self.body.index()];
+        f64::from(non_link_chars(&kept)) / f64::from(self.non_link)
+    }
+}
+
+/// The settings of the next gentler preset; the user's choices (retainer, ads, the safety
+/// margin) carry over, the thresholds do not.
+fn gentler(settings: &Settings, next: PresetName) -> Settings {
+    Settings {
+        ads: settings.ads,
+        retain_links: settings.retain_links,
+        min_kept_fraction: settings.min_kept_fraction,
+        ..next.settings()
+    }
+}
+
+fn finish(tree: &Tree, mut outcome: Outcome, preset: PresetName, page_chars: u32) -> Outcome {
+    let body = tree.body().unwrap_or(tree.root());
+    outcome.removal.preset = Some(preset);
+    outcome.removal.page_chars = page_chars;
+    outcome.removal.kept_chars = kept_stats(tree)[body.index()].text_chars;
+    outcome
+}
+
+/// One pass of every remover the settings switch on.
+fn apply(tree: &mut Tree, settings: &Settings, ctx: &Context<'_>) -> Outcome {
+    let mut removal = Removal::default();
+    let kept_nodes = match ctx.site {
+        Some(site) => selected(tree, &site.keep),
+        None => Vec::new(),
+    };
+    let keep = Keep::from_nodes(tree, kept_nodes.iter().copied());
+    if let Some(site) = ctx.site {
+        removal.site = remove_selected(tree, &site.remove, &keep);
+    }
+    if let (true, Some(filter)) = (settings.ads, ctx.ads) {
+        // Ad links are not retained: they lead to ad servers.
+        let report = ads::remove_ads_keeping(tree, filter, ctx.page_url, &kept_nodes);
+        removal.ads = report.removed.len();
+    }
+    let mut retainable: Vec<NodeId> = Vec::new();
+    if settings.landmarks {
+        let removed = landmarks::remove(tree, &keep);
+        removal.landmarks = removed.len();
+        retainable.extend(removed);
+    }
+    if settings.link_lists {
+        let removed = linklist::remove(tree, settings, &keep);
+        removal.link_lists = removed.len();
+        retainable.extend(removed);
+    }
+    if settings.empty_tables {
+        let removed = empty::remove(tree, settings.empty_min_chars, &keep);
+        removal.empty = removed.len();
+        retainable.extend(removed);
+    }
+    let mut retained = Vec::new();
+    if settings.retain_links && !retainable.is_empty() {
+        let base = document_base(tree, ctx.page_url);
+        retained = retainer::collect(tree, &retainable, base.as_deref());
+        removal.links_retained = retained.len();
+    }
+    Outcome { removal, retained }
+}
+
+/// The elements a site rule's selectors match, in document order.
+fn selected(tree: &Tree, selectors: &[crate::dom::select::Selector]) -> Vec<NodeId> {
+    if selectors.is_empty() {
+        return Vec::new();
+    }
+    SelectorSet::new(selectors.iter().cloned()).matching(tree, tree.root())
+}
+
+/// Removes what the site's `remove` selectors match, unless kept; returns how many.
+fn remove_selected(
+    tree: &mut Tree,
+    selectors: &[crate::dom::select::Selector],
+    keep: &Keep,
+) -> usize {
+    let mut count = 0;
+    for id in selected(tree, selectors) {
+        if !keep.contains(id) && !tree.is_removed(id) {
+            tree.remove(id);
+            count += 1;
+        }
+    }
+    count
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::extract::sites::SiteRules;
+
+    const PROSE: &str = "This is a paragraph of article text that runs long enough to be \
+        prose, with two full sentences. It says something a reader came to read, not a menu.";
+
+    fn page() -> String {
+        format!(
+            concat!(
+                "<body><div id=top><ul><li><a href=/home>Home</a><li><a href=/news>News</a></ul></div>",
+                "<table id=layout><tr><td><h3>Box</h3></td></tr></table>",
+                "<article><p>{p}</p><p>{p}</p></article>",
+                "<footer><a href=/about>About</a> <a href=/contact>Contact</a></footer></body>"
+            ),
+            p = PROSE
+        )
+    }
+
+    fn text_of(tree: &Tree) -> String {
+        crate::render::text::render(tree)
+    }
+
+    #[test]
+    fn automatic_removes_menus_and_leftovers() {
+        let mut tree = Tree::parse(&page());
+        let outcome = run(
+            &mut tree,
+            &PresetName::Automatic.settings(),
+            &Context::default(),
+        );
+        assert_eq!(text_of(&tree), format!("{PROSE}\n{PROSE}\n"));
+        let r = &outcome.removal;
+        assert_eq!(
+            (r.landmarks, r.link_lists, r.empty, r.fallback),
+            (1, 1, 1, None)
+        );
+        assert_eq!(r.preset, Some(PresetName::Automatic));
+        assert_eq!(r.kept_chars as usize, 2 * PROSE.len());
+        assert!(outcome.retained.is_empty(), "retainer off by default");
+    }
+
+    #[test]
+    fn retainer_lists_removed_links_once() {
+        let mut tree = Tree::parse(&page());
+        let settings = Settings {
+            retain_links: true,
+            ..PresetName::Automatic.settings()
+        };
+        let ctx = Context {
+            page_url: Some("https://e.example/story"),
+            ..Context::default()
+        };
+        let outcome = run(&mut tree, &settings, &ctx);
+        let urls: Vec<&str> = outcome.retained.iter().map(|l| l.url.as_str()).collect();
+        assert_eq!(
+            urls,
+            [
+                "https://e.example/home",
+                "https://e.example/news",
+                "https://e.example/about",
+                "https://e.example/contact"
+            ]
+        );
+        assert_eq!(outcome.removal.links_retained, 4);
+    }
+
+    #[test]
+    fn safety_net_falls_back_when_prose_would_go() {
+        // Short prose inside two link-dense blocks, each holding half of the page's prose:
+        // automatic removes both, gentle (table cells only) neither.
+        let short = "A sentence of prose that is shorter than a paragraph needs to be protected.";
+        let block = format!(
+            "<div><p>{short}</p>{}</div>",
+            "<a href=/x>x</a> ".repeat(30)
+        );
+        let mut tree = Tree::parse(&format!("{block}{block}"));
+        let outcome = run(
+            &mut tree,
+            &PresetName::Automatic.settings(),
+            &Context::default(),
+        );
+        let fallback = outcome.removal.fallback.expect("fallback fired");
+        assert_eq!(
+            (fallback.from, fallback.to),
+            (PresetName::Automatic, PresetName::Gentle)
+        );
+        assert_eq!(fallback.kept_fraction, 0.0);
+        assert_eq!(outcome.removal.preset, Some(PresetName::Gentle));
+        assert_eq!(text_of(&tree).matches(short).count(), 2);
+    }
+
+    #[test]
+    fn safety_net_ends_at_the_stage_one_page() {
+        let rule = SiteRules::parse_str("site e.example\nremove p\n", "t.rules").expect("rule");
+        let ctx = Context {
+            site: Some(&rule),
+            ..Context::default()
+        };
+        let mut tree = Tree::parse(&page());
+        let before = text_of(&tree);
+        let outcome = run(&mut tree, &PresetName::Automatic.settings(), &ctx);
+        let fallback = outcome.removal.fallback.expect("fallback fired");
+        assert_eq!(
+            (fallback.from, fallback.to),
+            (PresetName::Automatic, PresetName::None)
+        );
+        assert_eq!(text_of(&tree), before);
+        assert!(fallback.kept_fraction < 0.05);
+        assert!(
+            fallback.to_string().starts_with("none; automatic kept "),
+            "{fallback}"
+        );
+    }
+
+    #[test]
+    fn site_rules_keep_and_remove() {
+        let rule = SiteRules::parse_str(
+            "site e.example\nkeep #top ul\nremove article p:first-child\noff empty-tables\n",
+            "test.rules",
+        )
+        .expect("valid rule");
+        let mut settings = PresetName::Automatic.settings();
+        settings.apply_site(&rule);
+        let ctx = Context {
+            site: Some(&rule),
+            ..Context::default()
+        };
+        let mut tree = Tree::parse(&page());
+        let outcome = run(&mut tree, &settings, &ctx);
+        let text = text_of(&tree);
+        assert!(text.contains("Home\nNews"), "{text}");
+        assert!(text.contains("Box"), "empty tables off: {text}");
+        assert_eq!(text.matches(PROSE).count(), 1, "{text}");
+        assert_eq!(outcome.removal.site, 1);
+    }
+
+    #[test]
+    fn preset_none_changes_nothing() {
+        let mut tree = Tree::parse(&page());
+        let before = text_of(&tree);
+        let outcome = run(&mut tree, &PresetName::None.settings(), &Context::default());
+        assert_eq!(text_of(&tree), before);
+        assert_eq!(outcome.removal.preset, Some(PresetName::None));
+    }
+
+    #[test]
+    fn empty_and_odd_documents_do_not_panic() {
+        for html in [
+            "",
+            "<frameset><frame src=x></frameset>",
+            "<a href=x>",
+            "<table><td>",
+        ] {
+            let mut tree = Tree::parse(html);
+            run(
+                &mut tree,
+                &PresetName::Automatic.settings(),
+                &Context::default(),
+            );
+        }
+    }
+}

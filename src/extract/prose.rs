@@ -1,0 +1,196 @@
+//! Where a page's prose is: paragraphs, and the page's main content.
+//!
+//! The removers need to tell content from what surrounds it without reading class names, and
+//! prose is the most robust sign of content: navigation, teaser lines, labels and bylines come in
+//! short pieces, articles in paragraphs of sentences. This module measures paragraphs (the
+//! non-link text of a block-level element outside its nested blocks, so text split by inline
+//! markup stays one paragraph) and finds the main content, the smallest region holding most of
+//! the page's prose. The link-list remover is lenient inside it and strict outside, the landmark
+//! remover never removes a region holding it, and the safety net checks that its prose survived.
+//!
+//! Everything is computed over what is not removed, in linear passes without recursion.
+
+use markup5ever::local_name;
+
+use crate::dom::{Element, NodeId, NodeKind, Ns, Tree};
+
+/// Per-node paragraph figures over what is not removed. A paragraph is the non-link text
+/// whose nearest block-level ancestor is the same element (text split by inline markup stays
+/// one paragraph).
+#[derive(Debug, Clone)]
+pub struct Paragraphs {
+    /// The non-link characters of the largest paragraph in the node's subtree.
+    pub largest: Vec<u32>,
+    /// The non-link characters of the subtree's paragraphs of at least [`PROSE_CHARS`]: its
+    /// prose, as opposed to labels, headlines and teaser lines.
+    pub prose: Vec<u32>,
+}
+
+/// A paragraph this long (about one sentence) counts as prose for [`Paragraphs::prose`].
+pub const PROSE_CHARS: u32 = 100;
+
+/// Computes [`Paragraphs`] in two linear passes: forward to give each text its block, reverse
+/// to carry maxima and sums up.
+pub fn paragraphs(tree: &Tree) -> Paragraphs {
+    let n = tree.len();
+    let mut block_of = vec![0u32; n];
+    let mut own = vec![0u32; n];
+    for i in 0..n {
+        let Some(id) = tree.node_at(i) else { continue };
+        let parent_block = tree.parent(id).map_or(0, |p| block_of[p.index()]);
+        block_of[i] = match tree.kind(id) {
+            NodeKind::Element(e) if is_paragraph_block(e) => i as u32,
+            NodeKind::Text(_) => {
+                if !tree.is_removed(id) && !tree.is_in_link(id) {
+                    own[parent_block as usize] += tree.stats(id).text_chars;
+                }
+                parent_block
+            }
+            _ => parent_block,
+        };
+    }
+    let mut largest = own.clone();
+    let mut prose: Vec<u32> = own
+        .iter()
+        .map(|&c| if c >= PROSE_CHARS { c } else { 0 })
+        .collect();
+    for i in (1..n).rev() {
+        let Some(parent) = tree.node_at(i).and_then(|id| tree.parent(id)) else {
+            continue;
+        };
+        let p = parent.index();
+        largest[p] = largest[p].max(largest[i]);
+        prose[p] = prose[p].saturating_add(prose[i]);
+    }
+    Paragraphs { largest, prose }
+}
+
+/// The page's main content: the deepest element holding more than half of the body's prose,
+/// found by descending from the body into the child that holds it while there is one; then, if
+/// all of that element's prose is one paragraph, its nearest ancestor with prose from more
+/// than one paragraph (the container the paragraph sits in with its siblings). The body when
+/// the page has no prose.
+pub fn main_content(tree: &Tree, body: NodeId, paragraphs: &Paragraphs) -> NodeId {
+    let (prose, largest) = (&paragraphs.prose, &paragraphs.largest);
+    let total = u64::from(prose[body.index()]);
+    let mut current = body;
+    while let Some(next) = tree.children(current).find(|&c| {
+        !tree.is_removed(c) && tree.element(c).is_some() && u64::from(prose[c.index()]) * 2 > total
+    }) {
+        current = next;
+    }
+    while current != body && prose[current.index()] <= largest[current.index()] {
+        current = tree.parent(current).unwrap_or(body);
+    }
+    current
+}
+
+/// Elements that start a new paragraph of text (block-level boxes and table cells).
+fn is_paragraph_block(e: &Element) -> bool {
+    e.ns == Ns::Html
+        && matches!(
+            e.name,
+            local_name!("p")
+                | local_name!("div")
+                | local_name!("li")
+                | local_name!("td")
+                | local_name!("th")
+                | local_name!("dd")
+                | local_name!("dt")
+                | local_name!("h1")
+                | local_name!("h2")
+                | local_name!("h3")
+                | local_name!("h4")
+                | local_name!("h5")
+                | local_name!("h6")
+                | local_name!("blockquote")
+                | local_name!("pre")
+                | local_name!("section")
+                | local_name!("article")
+                | local_name!("aside")
+                | local_name!("nav")
+                | local_name!("header")
+                | local_name!("footer")
+                | local_name!("main")
+                | local_name!("ul")
+                | local_name!("ol")
+                | local_name!("dl")
+                | local_name!("table")
+                | local_name!("tr")
+                | local_name!("caption")
+                | local_name!("figure")
+                | local_name!("figcaption")
+                | local_name!("address")
+                | local_name!("form")
+                | local_name!("fieldset")
+                | local_name!("details")
+                | local_name!("summary")
+                | local_name!("center")
+                | local_name!("body")
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn find(tree: &Tree, id: &str) -> NodeId {
+        tree.descendants(tree.root())
+            .find(|&n| tree.attr(n, "id") == Some(id))
+            .expect("element")
+    }
+
+    const LONG: &str = "A paragraph of prose that is long enough to count, with more than a hundred characters in it, easily.";
+
+    #[test]
+    fn paragraphs_span_inline_markup_and_skip_links() {
+        let tree = Tree::parse(
+            "<div id=d><p>one <b>two</b> three <a href=/x>link</a></p><p>four</p></div>",
+        );
+        let div = find(&tree, "d");
+        // "one" + "two" + "three" = 11 (whitespace is trimmed per text node); link text not counted.
+        let p = paragraphs(&tree);
+        assert_eq!(p.largest[div.index()], 11);
+        assert_eq!(p.prose[div.index()], 0, "short paragraphs are not prose");
+    }
+
+    #[test]
+    fn prose_sums_long_paragraphs() {
+        let tree = Tree::parse(&format!(
+            "<div id=d><p>{LONG}</p><p>{LONG}</p><p>short</p></div>"
+        ));
+        let p = paragraphs(&tree);
+        assert_eq!(p.prose[find(&tree, "d").index()], 2 * LONG.len() as u32);
+    }
+
+    #[test]
+    fn main_content_is_the_container_of_most_prose() {
+        let html = format!(
+            "<div id=page><div id=side><p>{LONG}</p></div><div id=story><h1>T</h1><div id=body><p>{LONG}</p><p>{LONG}</p></div></div></div>"
+        );
+        let tree = Tree::parse(&html);
+        let body = tree.body().expect("body");
+        assert_eq!(
+            main_content(&tree, body, &paragraphs(&tree)),
+            find(&tree, "body")
+        );
+    }
+
+    #[test]
+    fn a_single_dominant_paragraph_gives_its_container() {
+        let html = format!("<div id=story><div id=wrap><p>{LONG} {LONG}</p></div><div id=other><p>{LONG}</p></div></div>");
+        let tree = Tree::parse(&html);
+        let body = tree.body().expect("body");
+        assert_eq!(
+            main_content(&tree, body, &paragraphs(&tree)),
+            find(&tree, "story")
+        );
+    }
+
+    #[test]
+    fn no_prose_means_the_body() {
+        let tree = Tree::parse("<div><p>short</p></div>");
+        let body = tree.body().expect("body");
+        assert_eq!(main_content(&tree, body, &paragraphs(&tree)), body);
+    }
+}
