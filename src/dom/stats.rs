@@ -46,7 +46,9 @@ pub struct NodeStats {
 }
 
 impl NodeStats {
-    fn add(&mut self, child: &NodeStats) {
+    /// Adds another subtree's counts (all but `depth`): how a parent sums its children, and
+    /// how removers total what they took out.
+    pub fn add(&mut self, child: &NodeStats) {
         self.text_chars += child.text_chars;
         self.words += child.words;
         self.link_text_chars += child.link_text_chars;

@@ -274,24 +274,13 @@ pub fn kept_stats(tree: &Tree) -> Vec<NodeStats> {
         }
         if let Some(parent) = tree.parent(id) {
             let child = lost[i];
-            add(&mut lost[parent.index()], &child);
+            lost[parent.index()].add(&child);
         }
     }
     (0..n)
         .filter_map(|i| tree.node_at(i))
         .map(|id| minus(tree.stats(id), &lost[id.index()]))
         .collect()
-}
-
-fn add(to: &mut NodeStats, s: &NodeStats) {
-    to.text_chars += s.text_chars;
-    to.words += s.words;
-    to.link_text_chars += s.link_text_chars;
-    to.link_words += s.link_words;
-    to.links += s.links;
-    to.images += s.images;
-    to.controls += s.controls;
-    to.tags += s.tags;
 }
 
 fn minus(a: &NodeStats, b: &NodeStats) -> NodeStats {
