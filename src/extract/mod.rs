@@ -23,7 +23,17 @@
 //! for links ([`resolve_url`], [`document_base`]).
 
 pub mod ads;
+pub mod algorithm;
+pub mod block_analysis;
+pub mod ccb;
+pub mod cetr;
 pub mod declutter;
+pub mod density;
+pub mod distribution;
+pub mod info_optics;
+pub mod link_ratio;
+pub mod pith;
+pub mod site_redundancy;
 pub mod empty;
 pub mod landmarks;
 pub mod linklist;
