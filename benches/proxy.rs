@@ -14,9 +14,10 @@
 //! Run: `cargo bench --bench proxy`. For the whole proxy under concurrent load, with nginx as
 //! the origin and wrk as the client, see `scripts/perf.sh`.
 
+mod common;
+
 use std::hint::black_box;
 use std::net::SocketAddr;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -55,13 +56,7 @@ send_via = false
 /// Every `step`-th page of the sorted development set, about [`PAGES`] of them, as served
 /// bytes; `None` when the set is absent.
 fn load_pages() -> Option<Vec<Bytes>> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench/scrapinghub");
-    let mut paths: Vec<_> = std::fs::read_dir(&dir)
-        .ok()?
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|path| path.extension().is_some_and(|ext| ext == "html"))
-        .collect();
-    paths.sort();
+    let paths = common::page_paths();
     let step = (paths.len() / PAGES).max(1);
     let pages: Vec<Bytes> = paths
         .iter()

@@ -5,33 +5,19 @@
 //!
 //! Run: `cargo bench --bench stage1 -- --warm-up-time 1 --measurement-time 3`
 
+mod common;
+
 use std::hint::black_box;
-use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use pith::html::{charset, Rewriter, RuleSet};
+use pith::html::{Rewriter, RuleSet};
 
 /// Chunk size of the feed, as in lol_html's own benches.
 const CHUNK: usize = 1024;
 
 /// The development set's pages, decoded as the proxy would; `None` when the set is absent.
 fn load_pages() -> Option<Vec<Vec<u8>>> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench/scrapinghub");
-    let mut paths: Vec<_> = std::fs::read_dir(&dir)
-        .ok()?
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|path| path.extension().is_some_and(|ext| ext == "html"))
-        .collect();
-    paths.sort();
-    let pages: Vec<Vec<u8>> = paths
-        .iter()
-        .filter_map(|path| std::fs::read(path).ok())
-        .map(|raw| {
-            let detected = charset::detect(Some("text/html"), &raw);
-            charset::to_utf8(&raw, detected.encoding).into_bytes()
-        })
-        .collect();
-    (!pages.is_empty()).then_some(pages)
+    Some(common::utf8_pages()?.into_iter().map(String::into_bytes).collect())
 }
 
 /// One pass over every page, in 1 KiB chunks, draining output as it comes.

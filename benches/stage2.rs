@@ -6,41 +6,30 @@
 //!
 //! Run: `cargo bench --bench stage2 -- --warm-up-time 1 --measurement-time 5`
 
+mod common;
+
 use std::hint::black_box;
-use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use pith::dom::Tree;
 use pith::extract::{declutter, retainer, Context, PresetName};
 use pith::html::ads::AdFilter;
-use pith::html::{charset, stage1, RuleSet};
+use pith::html::{stage1, RuleSet};
 use pith::render;
 
 /// The development set's pages after stage 1; `None` when the set is absent.
 fn load_pages() -> Option<Vec<String>> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench/scrapinghub");
-    let mut paths: Vec<_> = std::fs::read_dir(&dir)
-        .ok()?
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|path| path.extension().is_some_and(|ext| ext == "html"))
-        .collect();
-    paths.sort();
     let Some(rules) = RuleSet::builtin("declutter") else {
         panic!("the built-in declutter rules do not parse");
     };
-    let pages: Vec<String> = paths
+    let pages = common::utf8_pages()?
         .iter()
-        .filter_map(|path| std::fs::read(path).ok())
-        .map(|raw| {
-            let detected = charset::detect(Some("text/html"), &raw);
-            let utf8 = charset::to_utf8(&raw, detected.encoding);
-            match stage1::rewrite(&rules, &utf8) {
-                Ok((html, _)) => html,
-                Err(e) => panic!("stage 1 failed on a bench page: {e}"),
-            }
+        .map(|utf8| match stage1::rewrite(&rules, utf8) {
+            Ok((html, _)) => html,
+            Err(e) => panic!("stage 1 failed on a bench page: {e}"),
         })
         .collect();
-    (!pages.is_empty()).then_some(pages)
+    Some(pages)
 }
 
 /// Stage 2 over every page: parse, declutter, render.

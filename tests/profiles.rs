@@ -41,6 +41,26 @@ async fn the_text_profile_serves_one_block_per_line() {
 }
 
 #[tokio::test]
+async fn the_summary_header_reports_what_stage_two_removed() {
+    let page = "<html><body><nav><ul><li><a href=/a>Home</a></li><li><a href=/b>World</a></li>\
+                <li><a href=/c>Sport</a></li></ul></nav><article><p>A paragraph of real article text, \
+                long enough to be what the page is about, and then some more words for it.</p>\
+                </article></body></html>";
+    let origin = Origin::new().route("/page", move |_| reply(&[("content-type", "text/html")], page)).run().await;
+    let pith = Pith::start("").await;
+    let resp = pith.client().get(origin.url("/page")).send().await.unwrap();
+    let summary = resp.headers()["x-pith"].to_str().unwrap().to_string();
+    assert!(summary.contains("profile=declutter") && summary.contains("preset=automatic"), "x-pith: {summary}");
+    let removed: u32 = ["landmarks=", "link-lists="]
+        .iter()
+        .map(|key| summary.split(key).nth(1).and_then(|v| v.split(';').next()).unwrap().parse::<u32>().unwrap())
+        .sum();
+    assert!(removed >= 1, "the navigation was removed and counted: {summary}");
+    let body = resp.text().await.unwrap();
+    assert!(!body.contains("World") && body.contains("real article text"), "{body}");
+}
+
+#[tokio::test]
 async fn a_missing_content_type_is_sniffed() {
     let binary: Vec<u8> = (0..20_000u32).map(|i| (i * 7 % 251) as u8).collect();
     let expected = binary.clone();

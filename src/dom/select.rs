@@ -29,7 +29,7 @@
 //! restart rules browsers use, so `a b c d` on a deep page does not backtrack exponentially; the
 //! recursion depth is bounded by [`MAX_COMPOUNDS`], never by the document.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use super::{Edge, Element, NodeId, Tree};
 use parse::Parser;
@@ -189,14 +189,14 @@ pub fn select_all(tree: &Tree, root: NodeId, sel: &Selector) -> Vec<NodeId> {
 #[derive(Clone, Debug, Default)]
 pub struct SelectorSet {
     complexes: Vec<Complex>,
-    by_id: HashMap<String, Vec<u32>>,
-    by_class: HashMap<String, Vec<u32>>,
-    by_attr: HashMap<String, Vec<u32>>,
+    by_id: FxHashMap<String, Vec<u32>>,
+    by_class: FxHashMap<String, Vec<u32>>,
+    by_attr: FxHashMap<String, Vec<u32>>,
     /// Selectors filed by a case-sensitive `[attr^=value]` test (lists hold hundreds of
     /// `a[href^="https://ad-host/"]`), per attribute name, sorted by value: an element finds
     /// those whose value starts its own in a few binary searches.
-    by_prefix: HashMap<String, Vec<(String, u32)>>,
-    by_tag: HashMap<String, Vec<u32>>,
+    by_prefix: FxHashMap<String, Vec<(String, u32)>>,
+    by_tag: FxHashMap<String, Vec<u32>>,
     everywhere: Vec<u32>,
 }
 

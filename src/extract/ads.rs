@@ -24,7 +24,7 @@
 //!    those once every remover has run.
 //! 2. **By element-hiding selector.** The classes and ids present in the page select the lists'
 //!    generic hiding rules, the page's host adds its specific ones
-//!    ([`AdFilter::hidden_selectors`]); each is parsed with [`crate::dom::select`] (forms it
+//!    ([`AdFilter::host_hiding`], [`AdFilter::class_id_selectors`]); each is parsed with [`crate::dom::select`] (forms it
 //!    does not support are skipped and counted) and every match is removed, without climbing.
 //!
 //! # The guard
@@ -36,6 +36,7 @@
 //! text (as parsed); [`AdReport::guarded`] counts how often that saved something.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, OnceLock};
 
 use markup5ever::local_name;
 use url::Url;
@@ -80,7 +81,7 @@ pub fn remove_ads_keeping(
     keep: &[NodeId],
 ) -> AdReport {
     let page = page_url.and_then(|url| Url::parse(url).ok());
-    let base = document_base(tree, page.as_ref());
+    let base = super::base_url(tree, page.as_ref());
     // Not the base: it often names a CDN, whose host says nothing of the page's.
     let judged_from = page.as_ref().map_or(UNKNOWN_PAGE, Url::as_str).to_string();
     let guard = Guard::new(tree, keep);
@@ -116,16 +117,19 @@ fn remove_hidden(
     report: &mut AdReport,
 ) {
     let root = tree.body().unwrap_or(tree.root());
-    let (classes, ids) = classes_and_ids(tree, root);
-    let texts = filter.hidden_selectors(judged_from, &classes, &ids);
-    let mut selectors = Vec::with_capacity(texts.len());
-    for text in &texts {
-        match Selector::parse(text) {
-            Ok(selector) => selectors.push(selector),
-            Err(_) => report.unsupported_selectors += 1,
-        }
+    let host = host_selectors(filter, judged_from);
+    report.unsupported_selectors += host.unsupported;
+    let mut matched = host.set.matching(tree, root);
+    if !host.generichide {
+        let (classes, ids) = classes_and_ids(tree, root);
+        let texts = filter.class_id_selectors(&classes, &ids, &host.exceptions);
+        let (page, unsupported) = parse_selectors(texts.iter().filter(|t| !host.texts.contains(*t)));
+        report.unsupported_selectors += unsupported;
+        matched.extend(page.matching(tree, root));
+        matched.sort_unstable();
+        matched.dedup();
     }
-    for id in SelectorSet::new(selectors).matching(tree, root) {
+    for id in matched {
         if tree.is_removed(id) {
             continue; // inside an element removed a moment ago
         }
@@ -137,6 +141,54 @@ fn remove_hidden(
         report.removed.push(id);
         report.by_selector += 1;
     }
+}
+
+/// The hiding rules of the lists for one host, parsed once: a host's pages share them, and
+/// the lists give every host a few hundred generic selectors (`a[href^="https://ad-host/"]`),
+/// whose parsing and indexing used to cost as much per page as building the page's tree.
+struct HostSelectors {
+    set: SelectorSet,
+    /// The selectors' texts, so the page's class/id selectors are not matched twice.
+    texts: HashSet<String>,
+    exceptions: HashSet<String>,
+    generichide: bool,
+    /// Selectors the engine of [`crate::dom::select`] does not support.
+    unsupported: usize,
+}
+
+/// How many hosts' parsed hiding rules are kept (a few hundred KiB each at most).
+const HOSTS_KEPT: u64 = 512;
+
+/// The parsed hiding rules for the host of `page_url`, from a process-wide cache keyed by the
+/// filter's identity and the host.
+fn host_selectors(filter: &AdFilter, page_url: &str) -> Arc<HostSelectors> {
+    static CACHE: OnceLock<moka::sync::Cache<(u64, String), Arc<HostSelectors>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| moka::sync::Cache::new(HOSTS_KEPT));
+    let host = Url::parse(page_url).ok().and_then(|u| u.host_str().map(str::to_owned)).unwrap_or_default();
+    cache.get_with((filter.id(), host), || {
+        let hiding = filter.host_hiding(page_url);
+        let (set, unsupported) = parse_selectors(hiding.selectors.iter());
+        Arc::new(HostSelectors {
+            set,
+            texts: hiding.selectors.into_iter().collect(),
+            exceptions: hiding.exceptions,
+            generichide: hiding.generichide,
+            unsupported,
+        })
+    })
+}
+
+/// Parses selector texts into one set; the count is of those the engine cannot parse.
+fn parse_selectors<'a>(texts: impl Iterator<Item = &'a String>) -> (SelectorSet, usize) {
+    let mut unsupported = 0;
+    let mut selectors = Vec::new();
+    for text in texts {
+        match Selector::parse(text) {
+            Ok(selector) => selectors.push(selector),
+            Err(_) => unsupported += 1,
+        }
+    }
+    (SelectorSet::new(selectors), unsupported)
 }
 
 /// The elements (not yet removed) whose URL the filter blocks, in document order.
@@ -233,22 +285,6 @@ fn has_scheme(url: &str, scheme: &str) -> bool {
         && url[..scheme.len()].eq_ignore_ascii_case(scheme)
 }
 
-/// The document's base URL: the first `<base href>` resolved against the page URL (as HTML
-/// freezes it), else the page URL. Without a page URL only an absolute `<base href>` counts.
-fn document_base(tree: &Tree, page: Option<&Url>) -> Option<Url> {
-    let href = tree
-        .descendants(tree.root())
-        .filter(|&id| {
-            tree.element(id)
-                .is_some_and(|e| e.ns == Ns::Html && e.name == local_name!("base"))
-        })
-        .find_map(|id| tree.attr(id, "href"));
-    let from_base = href.and_then(|href| match page {
-        Some(page) => page.join(href.trim()).ok(),
-        None => Url::parse(href.trim()).ok(),
-    });
-    from_base.or_else(|| page.cloned())
-}
 
 /// The outermost element around `ad` that holds nothing else worth showing (module doc).
 fn outermost_wrapper(tree: &Tree, ad: NodeId) -> NodeId {

@@ -10,9 +10,8 @@
 //!
 //! Everything is computed over what is not removed, in linear passes without recursion.
 
-use markup5ever::local_name;
 
-use crate::dom::{Element, NodeId, NodeKind, Ns, Tree};
+use crate::dom::{Element, NodeId, NodeKind, Tree};
 
 /// Per-node paragraph figures over what is not removed. A paragraph is the non-link text
 /// whose nearest block-level ancestor is the same element (text split by inline markup stays
@@ -85,49 +84,9 @@ pub fn main_content(tree: &Tree, body: NodeId, paragraphs: &Paragraphs) -> NodeI
     current
 }
 
-/// Elements that start a new paragraph of text (block-level boxes and table cells).
+/// Elements that start a new paragraph of text: the block boxes of [`crate::dom::is_block`].
 fn is_paragraph_block(e: &Element) -> bool {
-    e.ns == Ns::Html
-        && matches!(
-            e.name,
-            local_name!("p")
-                | local_name!("div")
-                | local_name!("li")
-                | local_name!("td")
-                | local_name!("th")
-                | local_name!("dd")
-                | local_name!("dt")
-                | local_name!("h1")
-                | local_name!("h2")
-                | local_name!("h3")
-                | local_name!("h4")
-                | local_name!("h5")
-                | local_name!("h6")
-                | local_name!("blockquote")
-                | local_name!("pre")
-                | local_name!("section")
-                | local_name!("article")
-                | local_name!("aside")
-                | local_name!("nav")
-                | local_name!("header")
-                | local_name!("footer")
-                | local_name!("main")
-                | local_name!("ul")
-                | local_name!("ol")
-                | local_name!("dl")
-                | local_name!("table")
-                | local_name!("tr")
-                | local_name!("caption")
-                | local_name!("figure")
-                | local_name!("figcaption")
-                | local_name!("address")
-                | local_name!("form")
-                | local_name!("fieldset")
-                | local_name!("details")
-                | local_name!("summary")
-                | local_name!("center")
-                | local_name!("body")
-        )
+    crate::dom::is_block(e)
 }
 
 #[cfg(test)]

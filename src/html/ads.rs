@@ -128,7 +128,28 @@ pub enum AdError {
 pub struct AdFilter {
     engine: Engine,
     lists: Vec<ListStats>,
+    /// Distinguishes this filter from any other built in the process, for caches of what is
+    /// derived from it (the tree ad remover keeps parsed hiding selectors per host).
+    id: u64,
+    /// Verdicts of [`AdFilter::is_blocked`] by request kind, page host and URL: a site's
+    /// pages repeat the same menus, logos and trackers, and judging a URL costs microseconds.
+    verdicts: moka::sync::Cache<String, bool>,
 }
+
+/// The element-hiding rules of the lists for one host, before the page's own classes and ids
+/// add the generic ones keyed by them ([`AdFilter::class_id_selectors`]).
+#[derive(Debug, Clone, Default)]
+pub struct HostHiding {
+    /// Selectors for the host, plus the generic ones not keyed by a class or id.
+    pub selectors: Vec<String>,
+    /// Selectors the host's `#@#` exceptions cancel.
+    pub exceptions: HashSet<String>,
+    /// A `$generichide` exception applies: generic rules stay out.
+    pub generichide: bool,
+}
+
+/// How many URL verdicts a filter remembers (about 100 bytes each).
+const VERDICTS: u64 = 65_536;
 
 impl std::fmt::Debug for AdFilter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -150,9 +171,12 @@ impl AdFilter {
             stats.push(count_rules(name, text, options));
             set.add_filter_list(text.to_owned(), options);
         }
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         AdFilter {
             engine: Engine::new_with_filter_set(set),
             lists: stats,
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            verdicts: moka::sync::Cache::new(VERDICTS),
         }
     }
 
@@ -185,6 +209,20 @@ impl AdFilter {
     /// judged as described in the module doc. A URL that cannot be parsed is not blocked: the
     /// filter removes what it recognises and never guesses.
     pub fn is_blocked(&self, url: &str, page_url: &str, kind: RequestKind) -> bool {
+        // Rules look at the page's host only (`$third-party`, `$domain=`), never its path, so
+        // the key holds the page's authority: distinct hosts never share a key, and at worst
+        // two spellings of one host (a port, letter case) are judged twice.
+        let key = format!("{}\u{0}{}\u{0}{url}", kind.as_engine_type(), authority(page_url));
+        if let Some(verdict) = self.verdicts.get(&key) {
+            return verdict;
+        }
+        let verdict = self.judge(url, page_url, kind);
+        self.verdicts.insert(key, verdict);
+        verdict
+    }
+
+    /// Asks the engine, without the cache.
+    fn judge(&self, url: &str, page_url: &str, kind: RequestKind) -> bool {
         match Request::new(url, page_url, kind.as_engine_type(), "get") {
             Ok(request) => {
                 request.is_supported && self.engine.check_network_request(&request).should_block()
@@ -206,15 +244,39 @@ impl AdFilter {
         classes: &[String],
         ids: &[String],
     ) -> Vec<String> {
-        let resources = self.engine.url_cosmetic_resources(page_url);
-        let mut selectors: HashSet<String> = resources.hide_selectors;
-        if !resources.generichide {
-            let generic =
-                self.engine
-                    .hidden_class_id_selectors(classes, ids, &resources.exceptions);
-            selectors.extend(generic);
+        let host = self.host_hiding(page_url);
+        let mut selectors: HashSet<String> = host.selectors.into_iter().collect();
+        if !host.generichide {
+            selectors.extend(self.class_id_selectors(classes, ids, &host.exceptions));
         }
         selectors.into_iter().collect()
+    }
+
+    /// The first half of [`AdFilter::hidden_selectors`]: what depends on the page's host
+    /// only, so that a caller may keep it per host.
+    pub fn host_hiding(&self, page_url: &str) -> HostHiding {
+        let resources = self.engine.url_cosmetic_resources(page_url);
+        HostHiding {
+            selectors: resources.hide_selectors.into_iter().collect(),
+            exceptions: resources.exceptions,
+            generichide: resources.generichide,
+        }
+    }
+
+    /// The second half: the generic selectors keyed by the page's classes and ids, less the
+    /// host's exceptions. Not to be used when [`HostHiding::generichide`] is set.
+    pub fn class_id_selectors(
+        &self,
+        classes: &[String],
+        ids: &[String],
+        exceptions: &HashSet<String>,
+    ) -> Vec<String> {
+        self.engine.hidden_class_id_selectors(classes, ids, exceptions)
+    }
+
+    /// This filter's identity within the process (see the field).
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// The number of rules in use (network and element-hiding, over all lists), for start-up
@@ -230,6 +292,16 @@ impl AdFilter {
     pub fn lists(&self) -> &[ListStats] {
         &self.lists
     }
+}
+
+/// The authority part of an absolute URL (`user@host:port`), or the whole text when it has no
+/// `://`.
+fn authority(url: &str) -> &str {
+    let Some((_, rest)) = url.split_once("://") else {
+        return url;
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    &rest[..end]
 }
 
 /// Reads one list file.
