@@ -35,8 +35,10 @@ use std::sync::Arc;
 use lol_html::Selector;
 
 /// The built-in rule files, by the name a profile uses for them.
-pub const BUILTIN: &[(&str, &str)] =
-    &[("declutter", include_str!("../../filters/declutter.rules"))];
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("declutter", include_str!("../../filters/declutter.rules")),
+    ("reader", include_str!("../../filters/reader.rules")),
+];
 
 /// A compiled rule file: what one profile removes in stage 1.
 ///

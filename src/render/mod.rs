@@ -7,4 +7,5 @@
 //! and the reading page's template, belong to [`crate::extract`] and its callers.
 
 pub mod html;
+pub mod reader;
 pub mod text;

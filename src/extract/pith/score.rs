@@ -1,0 +1,482 @@
+//! Candidate selection: paragraphs score their ancestors, the best-scoring block is the
+//! article, and its siblings that continue it join it.
+//!
+//! A paragraph is the text of a block-level element outside its nested blocks (text split by
+//! inline markup stays one paragraph). One of at least [`MIN_PARAGRAPH`] characters scores
+//! 1 + its commas + one point per 100 characters (at most 3): commas mark sentences of prose,
+//! which menus and teaser lines lack. The score goes to the block that holds the paragraph,
+//! half of it to the next one up, and a third, a sixth… to the three above that, so the
+//! block holding *many* paragraphs wins over the one holding the longest. Each scored block
+//! starts from a bonus for what its tag usually is (a `div` or a cell holds content, a list
+//! item or a heading does not) and its [`hints`](super::hints) weight, and its total is scaled
+//! by (1 − link density) so link-heavy regions lose even when long.
+//!
+//! Four passes over the arena, all linear: a forward one gives each text its paragraph and
+//! inherits the "unlikely" mark; a reverse one sums characters and link characters per subtree
+//! without the unlikely regions; a forward one over paragraphs scores their ancestors; and one
+//! over the scored blocks picks the best.
+
+use markup5ever::local_name;
+
+use super::hints::{self, Hints};
+use crate::dom::{is_block, Element, NodeId, NodeKind, Ns, Tree};
+
+/// A paragraph shorter than this (characters) scores nothing: labels, buttons, captions.
+pub const MIN_PARAGRAPH: u32 = 25;
+
+/// Per-node figures of one analysis, indexed by [`NodeId::index`].
+pub struct Analysis {
+    /// The element's class and id hints.
+    pub hints: Vec<Hints>,
+    /// In a region that is never the article (itself or an ancestor), when stripping.
+    pub unlikely: Vec<bool>,
+    /// Visible characters of the subtree outside unlikely regions.
+    pub chars: Vec<u32>,
+    /// The part of `chars` inside links.
+    pub link_chars: Vec<u32>,
+    /// Non-link characters of the subtree's prose paragraphs ([`is_prose`]).
+    pub prose: Vec<u32>,
+    /// The block's own paragraph: characters, commas and sentence ends.
+    pub own: Vec<Own>,
+    /// The block's score before the link-density scaling; 0 for blocks no paragraph scored.
+    pub score: Vec<f32>,
+    /// Whether a paragraph scored the block.
+    pub candidate: Vec<bool>,
+}
+
+/// The text of a block outside its nested blocks.
+#[derive(Clone, Copy, Default, Debug)]
+pub struct Own {
+    /// Visible characters.
+    pub chars: u32,
+    /// The part inside links.
+    pub link_chars: u32,
+    /// Commas (Latin, Arabic and full-width).
+    pub commas: u32,
+    /// Sentence ends (`.`, `!`, `?` and the full-width stop).
+    pub stops: u32,
+}
+
+impl Analysis {
+    /// Analyses the page; `strip` marks the unlikely regions (see [`Hints::is_unlikely`]).
+    pub fn of(tree: &Tree, strip: bool) -> Analysis {
+        let n = tree.len();
+        let mut a = Analysis {
+            hints: vec![Hints::default(); n],
+            unlikely: vec![false; n],
+            chars: vec![0; n],
+            link_chars: vec![0; n],
+            prose: vec![0; n],
+            own: vec![Own::default(); n],
+            score: vec![0.0; n],
+            candidate: vec![false; n],
+        };
+        a.mark(tree, strip);
+        a.sum(tree);
+        a.score_paragraphs(tree);
+        a
+    }
+
+    /// Link characters ÷ characters of the subtree (0 for no text).
+    pub fn link_density(&self, id: NodeId) -> f32 {
+        let i = id.index();
+        if self.chars[i] == 0 {
+            0.0
+        } else {
+            self.link_chars[i] as f32 / self.chars[i] as f32
+        }
+    }
+
+    /// The block's final score: its paragraphs' score scaled by (1 − link density).
+    pub fn final_score(&self, id: NodeId) -> f32 {
+        self.score[id.index()] * (1.0 - self.link_density(id))
+    }
+
+    /// Forward pass: hints, the unlikely mark, and each text's paragraph.
+    fn mark(&mut self, tree: &Tree, strip: bool) {
+        let mut block_of = vec![0u32; tree.len()];
+        for i in 0..tree.len() {
+            let Some(id) = tree.node_at(i) else { continue };
+            let parent = tree.parent(id).map_or(0, NodeId::index);
+            match tree.kind(id) {
+                NodeKind::Element(e) => {
+                    let h = hints::of(tree, id);
+                    self.hints[i] = h;
+                    self.unlikely[i] =
+                        self.unlikely[parent] || (strip && is_unlikely(tree, id, e, h));
+                    block_of[i] = if is_block(e) {
+                        i as u32
+                    } else {
+                        block_of[parent]
+                    };
+                }
+                NodeKind::Text(span) => {
+                    block_of[i] = block_of[parent];
+                    if self.unlikely[parent] || !tree.is_shown(id) {
+                        continue;
+                    }
+                    let own = &mut self.own[block_of[parent] as usize];
+                    let chars = tree.stats(id).text_chars;
+                    own.chars += chars;
+                    if tree.is_in_link(id) {
+                        own.link_chars += chars;
+                    }
+                    count_marks(tree.str(*span), own);
+                }
+                _ => block_of[i] = block_of[parent],
+            }
+        }
+    }
+
+    /// Reverse pass: characters and link characters per subtree, unlikely regions left out.
+    fn sum(&mut self, tree: &Tree) {
+        for i in (0..tree.len()).rev() {
+            let Some(id) = tree.node_at(i) else { continue };
+            if self.unlikely[i] {
+                self.chars[i] = 0;
+                self.link_chars[i] = 0;
+                continue;
+            }
+            if tree.text(id).is_some() && tree.is_shown(id) {
+                let chars = tree.stats(id).text_chars;
+                self.chars[i] = chars;
+                self.link_chars[i] = if tree.is_in_link(id) { chars } else { 0 };
+            }
+            if is_prose(&self.own[i]) {
+                self.prose[i] += self.own[i].chars - self.own[i].link_chars;
+            }
+            if let Some(p) = tree.parent(id) {
+                let (c, l, g) = (self.chars[i], self.link_chars[i], self.prose[i]);
+                self.chars[p.index()] += c;
+                self.link_chars[p.index()] += l;
+                self.prose[p.index()] += g;
+            }
+        }
+    }
+
+    /// Each paragraph adds its score to its holder and four levels of ancestors.
+    fn score_paragraphs(&mut self, tree: &Tree) {
+        for i in 0..tree.len() {
+            let own = self.own[i];
+            if own.chars < MIN_PARAGRAPH || self.unlikely[i] {
+                continue;
+            }
+            let Some(id) = tree.node_at(i) else { continue };
+            let Some(e) = tree.element(id) else { continue };
+            let Some(start) = scoring_start(tree, id, e, self.chars[i], own.chars) else {
+                continue;
+            };
+            let points = 1.0 + own.commas.min(50) as f32 + (own.chars as f32 / 100.0).min(3.0);
+            let mut at = Some(start);
+            for level in 0..5u32 {
+                let Some(a) = at else { break };
+                if tree.element(a).is_none() || tree.tag(a) == Some("html") {
+                    break;
+                }
+                if !self.candidate[a.index()] {
+                    self.candidate[a.index()] = true;
+                    self.score[a.index()] = base_score(tree, a, self.hints[a.index()]);
+                }
+                let divider = match level {
+                    0 => 1.0,
+                    1 => 2.0,
+                    l => (l * 3) as f32,
+                };
+                self.score[a.index()] += points / divider;
+                at = tree.parent(a);
+            }
+        }
+    }
+}
+
+/// Where a paragraph's score starts: a `<p>`, cell or `<pre>` is the paragraph, so its holder
+/// is its parent, and so is a `div`-like block's whose text is all its own; text straight in a
+/// `div`-like block beside nested blocks is a paragraph inside that block. Lists,
+/// headings and landmarks do not score.
+fn scoring_start(
+    tree: &Tree,
+    id: NodeId,
+    e: &Element,
+    chars: u32,
+    own_chars: u32,
+) -> Option<NodeId> {
+    if e.ns != Ns::Html {
+        return None;
+    }
+    match e.name {
+        local_name!("p")
+        | local_name!("td")
+        | local_name!("pre")
+        | local_name!("h2")
+        | local_name!("h3")
+        | local_name!("h4")
+        | local_name!("h5")
+        | local_name!("h6") => tree.parent(id),
+        // A block whose text is all its own is a paragraph written as a div.
+        local_name!("div")
+        | local_name!("section")
+        | local_name!("article")
+        | local_name!("main")
+        | local_name!("blockquote")
+        | local_name!("center") => {
+            if chars <= own_chars {
+                tree.parent(id)
+            } else {
+                Some(id)
+            }
+        }
+        local_name!("body") => Some(id),
+        _ => None,
+    }
+}
+
+/// A scored block's starting score: what its tag usually holds, plus its class weight.
+fn base_score(tree: &Tree, id: NodeId, h: Hints) -> f32 {
+    let tag = match tree.tag(id).unwrap_or("") {
+        "div" | "article" => 5,
+        "pre" | "td" | "blockquote" => 3,
+        "address" | "ol" | "ul" | "dl" | "dd" | "dt" | "li" | "form" => -3,
+        "h1" | "h2" | "h3" | "h4" | "h5" | "h6" | "th" => -5,
+        _ => 0,
+    };
+    let item = if tree
+        .attr(id, "itemprop")
+        .is_some_and(|v| v.contains("articleBody"))
+    {
+        25
+    } else {
+        0
+    };
+    (tag + h.weight() + item) as f32
+}
+
+/// Whether the element is a region that is never the article: by its names, its ARIA role
+/// or its tag (`nav`, `aside`: the page says so).
+fn is_unlikely(tree: &Tree, id: NodeId, e: &Element, h: Hints) -> bool {
+    if e.ns != Ns::Html {
+        return false;
+    }
+    match e.name {
+        local_name!("body") | local_name!("html") | local_name!("main") | local_name!("a") => {
+            return false
+        }
+        local_name!("nav") | local_name!("aside") => return true,
+        _ => {}
+    }
+    if let Some(role) = tree.attr(id, "role") {
+        const ROLES: [&str; 7] = [
+            "menu",
+            "menubar",
+            "complementary",
+            "navigation",
+            "alert",
+            "alertdialog",
+            "dialog",
+        ];
+        if role
+            .split_ascii_whitespace()
+            .any(|r| ROLES.iter().any(|x| r.eq_ignore_ascii_case(x)))
+        {
+            return true;
+        }
+        if role.eq_ignore_ascii_case("main") || role.eq_ignore_ascii_case("article") {
+            return false;
+        }
+    }
+    h.is_unlikely()
+}
+
+
+/// A paragraph of prose: at least 80 characters, less than a quarter of them link text.
+fn is_prose(own: &Own) -> bool {
+    own.chars >= 80 && own.link_chars * 4 < own.chars
+}
+
+/// Adds a text's commas and sentence ends to its paragraph.
+fn count_marks(text: &str, own: &mut Own) {
+    for b in text.bytes() {
+        match b {
+            b',' => own.commas += 1,
+            b'.' | b'!' | b'?' => own.stops += 1,
+            _ => {}
+        }
+    }
+    if !text.is_ascii() {
+        for c in text.chars() {
+            match c {
+                '\u{060C}' | '\u{FF0C}' | '\u{3001}' => own.commas += 1,
+                '\u{3002}' | '\u{FF01}' | '\u{FF1F}' => own.stops += 1,
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The chosen content: the top block, and the siblings that continue it, in document order.
+pub struct Selection {
+    /// The blocks whose subtrees are the content.
+    pub roots: Vec<NodeId>,
+}
+
+/// Picks the article: the best final score, moved up to a common ancestor when several
+/// near-equal blocks share one (an article split into sections), then joined with siblings.
+pub fn select(tree: &Tree, a: &Analysis) -> Option<Selection> {
+    let mut best: [(f32, usize); 5] = [(f32::MIN, usize::MAX); 5];
+    for i in 0..tree.len() {
+        if !a.candidate[i] || a.unlikely[i] {
+            continue;
+        }
+        let Some(id) = tree.node_at(i) else { continue };
+        let s = a.final_score(id);
+        if let Some(pos) = best.iter().position(|&(b, _)| s > b) {
+            best[pos..].rotate_right(1);
+            best[pos] = (s, i);
+        }
+    }
+    let (top_score, top) = best[0];
+    let mut top = tree.node_at(top)?;
+    top = common_ancestor(tree, top, top_score, &best[1..]).unwrap_or(top);
+    top = climb(tree, a, top);
+    top = expand(tree, a, top);
+    let roots = siblings(tree, a, top);
+    Some(Selection { roots })
+}
+
+/// Moves up to the ancestor that holds the rest of an article split into several blocks
+/// (sections between figures, paragraphs around an inset): each step up must add text that is
+/// at least half prose with few links. Wrappers that add nothing are passed through.
+fn expand(tree: &Tree, a: &Analysis, top: NodeId) -> NodeId {
+    let mut cur = top;
+    let mut up = tree.parent(top);
+    while let Some(p) = up {
+        if tree.tag(p).is_none_or(|t| t == "body" || t == "html") {
+            break;
+        }
+        let (pi, ci) = (p.index(), cur.index());
+        let added = a.chars[pi].saturating_sub(a.chars[ci]);
+        let added_links = a.link_chars[pi].saturating_sub(a.link_chars[ci]);
+        let added_prose = a.prose[pi].saturating_sub(a.prose[ci]);
+        if added > 0 {
+            if added_prose * 2 < added || added_links * 3 > added || added_prose < 80 {
+                break;
+            }
+            cur = p;
+        }
+        up = tree.parent(p);
+    }
+    cur
+}
+
+/// When three or more of the runners-up score at least 3/4 of the top and share an ancestor
+/// with it, that ancestor is the article (its sections scored separately).
+fn common_ancestor(tree: &Tree, top: NodeId, score: f32, rest: &[(f32, usize)]) -> Option<NodeId> {
+    let close: Vec<usize> = rest
+        .iter()
+        .filter(|&&(s, i)| i != usize::MAX && s >= 0.75 * score && s > 0.0)
+        .map(|&(_, i)| i)
+        .collect();
+    if close.len() < 3 {
+        return None;
+    }
+    let mut up = tree.parent(top);
+    while let Some(p) = up {
+        if tree.tag(p).is_none() || tree.tag(p) == Some("body") {
+            return None;
+        }
+        let range = p.index()..p.index() + tree.descendants(p).len();
+        if close.iter().filter(|i| range.contains(i)).count() >= 3 {
+            return Some(p);
+        }
+        up = tree.parent(p);
+    }
+    None
+}
+
+/// Moves up from the top block while its parent scores higher (the parent holds more of the
+/// article), and past parents of which it is the only element child.
+fn climb(tree: &Tree, a: &Analysis, mut top: NodeId) -> NodeId {
+    let mut last = a.final_score(top);
+    let threshold = last / 3.0;
+    let mut up = tree.parent(top);
+    while let Some(p) = up {
+        if tree.tag(p).is_none_or(|t| t == "body" || t == "html") {
+            break;
+        }
+        if a.candidate[p.index()] {
+            let s = a.final_score(p);
+            if s < threshold {
+                break;
+            }
+            if s > last {
+                top = p;
+                break;
+            }
+            last = s;
+        }
+        up = tree.parent(p);
+    }
+    while let Some(p) = tree.parent(top) {
+        if tree.tag(p).is_none_or(|t| t == "body" || t == "html") {
+            break;
+        }
+        let elements = tree
+            .children(p)
+            .filter(|&c| tree.element(c).is_some())
+            .count();
+        if elements != 1 {
+            break;
+        }
+        top = p;
+    }
+    top
+}
+
+/// The top block and those of its siblings that continue the article: scoring blocks close
+/// to it, and paragraphs of prose with few links.
+fn siblings(tree: &Tree, a: &Analysis, top: NodeId) -> Vec<NodeId> {
+    let Some(parent) = tree
+        .parent(top)
+        .filter(|p| tree.tag(*p).is_some_and(|t| t != "html"))
+    else {
+        return vec![top];
+    };
+    if tree.tag(top) == Some("body") {
+        return vec![top];
+    }
+    let top_score = a.final_score(top);
+    let threshold = (top_score * 0.2).max(10.0);
+    let top_class = tree.attr(top, "class").filter(|c| !c.is_empty());
+    let mut roots = Vec::new();
+    for s in tree.children(parent) {
+        if s == top {
+            roots.push(s);
+            continue;
+        }
+        if tree.element(s).is_none() || a.unlikely[s.index()] {
+            continue;
+        }
+        let mut score = if a.candidate[s.index()] {
+            a.final_score(s)
+        } else {
+            0.0
+        };
+        if top_class.is_some() && tree.attr(s, "class") == top_class {
+            score += top_score * 0.2;
+        }
+        if score >= threshold || is_prose_paragraph(tree, a, s) {
+            roots.push(s);
+        }
+    }
+    roots
+}
+
+/// A `<p>` sibling of the article that is prose: long with few links, or a short sentence
+/// without links.
+fn is_prose_paragraph(tree: &Tree, a: &Analysis, id: NodeId) -> bool {
+    if tree.tag(id) != Some("p") {
+        return false;
+    }
+    let chars = a.chars[id.index()];
+    let density = a.link_density(id);
+    (chars > 80 && density < 0.25) || (chars > 0 && density == 0.0 && a.own[id.index()].stops > 0)
+}

@@ -1,0 +1,61 @@
+//! Reading mode through the proxy: the `reader` profile serves the main content in pith's own
+//! page, falls back to the declutter page (with a note and `x-pith-fallback`) when a page has
+//! no clear main content, and a reading profile with `output = "text"` serves the title and the
+//! content as plain text.
+
+use crate::common::*;
+
+const ARTICLE: &str = include_str!("fixtures/reader-article.src.html");
+const PORTAL: &str = include_str!("fixtures/reader-portal.src.html");
+
+#[tokio::test]
+async fn the_reader_profile_serves_the_article_in_a_reading_page() {
+    let origin = Origin::new().route("/science/tide-tables", |_| reply(&[("content-type", "text/html")], ARTICLE)).run().await;
+    let pith = Pith::start("profile = \"reader\"").await;
+    let url = origin.url("/science/tide-tables");
+    let resp = pith.client().get(&url).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["content-type"], "text/html; charset=utf-8");
+    let summary = resp.headers()["x-pith"].to_str().unwrap().to_string();
+    assert!(summary.contains("profile=reader"), "x-pith: {summary}");
+    assert!(resp.headers().get("x-pith-fallback").is_none());
+    let html = resp.text().await.unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>\n<html lang=\"en-GB\" dir=\"ltr\">"), "{html}");
+    assert_eq!(html.matches("<h1").count(), 1, "{html}");
+    assert!(html.contains("<h1>How the tide tables are made</h1>"), "{html}");
+    assert!(html.contains("By Mira Okafor · <time datetime=\"2024-06-01\">"), "{html}");
+    assert!(html.contains(&format!("<a href=\"{url}\">Original page on The Coastal Review</a>")), "{html}");
+    assert!(html.contains("A tide gauge records the height of the sea"), "{html}");
+    let dir = url.rsplit_once('/').map(|(d, _)| d).unwrap();
+    assert!(html.contains(&format!("<img src=\"{dir}/images/gauge.jpg\" alt=\"\">")), "relative image made absolute: {html}");
+    for gone in ["<script", "onload", "style=", "class=", "Lifeboat station opens", "Privacy", "About us"] {
+        assert!(!html.contains(gone), "{gone:?} should not be on the reading page:\n{html}");
+    }
+}
+
+#[tokio::test]
+async fn a_page_of_links_falls_back_to_the_declutter_page_and_says_so() {
+    let origin = Origin::new().route("/", |_| reply(&[("content-type", "text/html")], PORTAL)).run().await;
+    let pith = Pith::start("profile = \"reader\"").await;
+    let resp = pith.client().get(origin.url("/")).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let fallback = resp.headers().get("x-pith-fallback").map(|v| v.to_str().unwrap().to_string());
+    assert!(fallback.as_deref().is_some_and(|f| f.starts_with("declutter; pith kept ")), "x-pith-fallback: {fallback:?}");
+    let html = resp.text().await.unwrap();
+    assert!(html.contains("<p role=\"note\">Reading mode found no clear main content"), "{html}");
+    assert!(html.contains("Storm surges explained"), "the links are the page: {html}");
+}
+
+#[tokio::test]
+async fn a_reading_profile_with_text_output_puts_the_title_first() {
+    let origin = Origin::new().route("/a", |_| reply(&[("content-type", "text/html")], ARTICLE)).run().await;
+    let pith = Pith::start("profile = \"quiet\"\n[profiles.quiet]\nrules = \"reader\"\noutput = \"text\"\nalgorithm = \"pith\"\n").await;
+    let resp = pith.client().get(origin.url("/a")).send().await.unwrap();
+    assert_eq!(resp.headers()["content-type"], "text/plain; charset=utf-8");
+    let text = resp.text().await.unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("How the tide tables are made"), "{text}");
+    assert_eq!(text.matches("How the tide tables are made").count(), 1, "the title once:\n{text}");
+    assert!(text.lines().any(|l| l.starts_with("Every harbour master relies")), "{text}");
+    assert!(!text.contains("Lifeboat station") && !text.contains('<'), "{text}");
+}
