@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
 # Measures pith as a forward proxy beside nginx served directly, in one command.
 #
-# Builds the release binary, starts pith twice (profile `pass` on 127.0.0.1:18111 and profile
-# `declutter` on 127.0.0.1:18112), and runs the shared load harness (../shared/perf: a private
-# nginx origin on 127.0.0.1:18080 serving the 181 real pages of ../shared/bench/scrapinghub, and
-# wrk as the client) over `direct` and both pith listeners, then prints the summary table:
-# req/s, latency, peak RSS and CPU, and every req/s as a ratio to `direct` taken in the same rep.
+# Builds the release binary, starts pith three times (profile `pass` on 127.0.0.1:18111, profile
+# `declutter` with the cache off on 127.0.0.1:18112, so every request is fetched and rewritten,
+# and `declutter` with the cache on on 127.0.0.1:18113, so after the warm-up every request is a
+# cache hit), and runs the shared load harness (../shared/perf: a private nginx origin on
+# 127.0.0.1:18080 serving the 181 real pages of ../shared/bench/scrapinghub, and wrk as the
+# client) over `direct` and the pith listeners, then prints the summary table: req/s, latency,
+# peak RSS and CPU, and every req/s as a ratio to `direct` taken in the same rep.
+#
+# The origin sends no Cache-Control, only Last-Modified (and ETag), so pith keeps its pages by
+# heuristic freshness: a tenth of the time since Last-Modified. The origin copies the pages at
+# start, which would make them "modified just now" and fresh for a fraction of a second; so
+# when this script starts the origin itself it dates the copies --page-age days back (default
+# 30, as for published articles), making them fresh for days. A reused origin is left as it is.
 #
 # Usage: scripts/perf.sh [--quick] [--reps N] [--secs S] [--concs "1 16 256"]
 #                        [--peers "direct tinyproxy squid"] [--no-extremes] [--out FILE]
@@ -18,7 +26,12 @@
 #   --no-extremes  skip the 1 KiB and 2 MiB pages (run at 16 connections by default)
 #   --out FILE   raw result lines (default target/perf/results-DATE.txt); the table goes to
 #                FILE with .md in place of .txt
-#   --pith-ports "P D"  ports of the pass and declutter listeners (default "18111 18112")
+#   --pith-ports "P D [C]"  ports of the pass, declutter and declutter+cache listeners
+#                (default "18111 18112 18113")
+#   --pith "…"   which pith listeners to run (default "pass declutter cache")
+#   --no-build   use the target/release/pith already built instead of building it
+#   --page-age D days to date the origin's pages back when this script starts the origin
+#                (default 30; 0 leaves them dated now)
 #
 # Needs nginx, wrk, curl, openssl and python3; nginx and wrk (and curl, openssl) are installed
 # with apt-get when missing (needs root or sudo). Everything listens on 127.0.0.1 only, and every
@@ -34,6 +47,10 @@ perf_dir=$shared/perf
 pages=$shared/bench/scrapinghub
 pass_port=18111
 declutter_port=18112
+cache_port=18113
+variants="pass declutter cache"
+page_age=30
+build=1
 
 reps=3
 secs=10
@@ -50,15 +67,22 @@ while [ $# -gt 0 ]; do
         --peers) peers=$2; shift 2;;
         --no-extremes) extremes=0; shift;;
         --out) out=$2; shift 2;;
-        --pith-ports) read -r pass_port declutter_port <<<"$2"; shift 2;;
-        -h|--help) sed -n '2,28p' "$0"; exit 0;;
+        --pith-ports) read -r pass_port declutter_port cache_port_arg <<<"$2"; cache_port=${cache_port_arg:-$cache_port}; shift 2;;
+        --pith) variants=$2; shift 2;;
+        --page-age) page_age=$2; shift 2;;
+        --no-build) build=0; shift;;
+        -h|--help) sed -n '2,43p' "$0"; exit 0;;
         *) echo "perf.sh: unknown argument $1 (see --help)" >&2; exit 2;;
     esac
 done
 [[ "$reps" =~ ^[1-9][0-9]*$ ]] || { echo "perf.sh: --reps must be a positive number" >&2; exit 2; }
 [[ "$secs" =~ ^[1-9][0-9]*$ ]] || { echo "perf.sh: --secs must be a positive number" >&2; exit 2; }
-[[ "$pass_port $declutter_port" =~ ^[1-9][0-9]*\ [1-9][0-9]*$ ]] \
-    || { echo "perf.sh: --pith-ports takes two port numbers, e.g. \"18111 18112\"" >&2; exit 2; }
+[[ "$pass_port $declutter_port $cache_port" =~ ^[1-9][0-9]*\ [1-9][0-9]*\ [1-9][0-9]*$ ]] \
+    || { echo "perf.sh: --pith-ports takes two or three port numbers, e.g. \"18111 18112 18113\"" >&2; exit 2; }
+[[ "$page_age" =~ ^[0-9]+$ ]] || { echo "perf.sh: --page-age must be a number of days" >&2; exit 2; }
+for v in $variants; do
+    case "$v" in pass|declutter|cache) ;; *) echo "perf.sh: --pith takes pass, declutter and/or cache, not $v" >&2; exit 2;; esac
+done
 
 [ -x "$perf_dir/peers.sh" ] || { echo "perf.sh: no load harness at $perf_dir (set PITH_SHARED)" >&2; exit 1; }
 [ -d "$pages" ] || { echo "perf.sh: no pages at $pages" >&2; exit 1; }
@@ -101,40 +125,48 @@ done
 peers=$kept
 
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-for port in "$pass_port" "$declutter_port"; do
+for port in "$pass_port" "$declutter_port" "$cache_port"; do
     if port_busy "$port"; then
         echo "perf.sh: 127.0.0.1:$port is already in use; stop what holds it or pick free ports" \
-            "with --pith-ports \"PASS DECLUTTER\"" >&2
+            "with --pith-ports \"PASS DECLUTTER CACHE\"" >&2
         exit 1
     fi
 done
 
-(cd "$repo_root" && cargo build --release --bin pith)
+[ "$build" = 0 ] || (cd "$repo_root" && cargo build --release --bin pith)
 pith_bin=$repo_root/target/release/pith
+[ -x "$pith_bin" ] || { echo "perf.sh: no $pith_bin; run without --no-build" >&2; exit 1; }
 
 run=$(mktemp -d "${TMPDIR:-/tmp}/pith-perf.XXXXXX")
-trap 'rm -rf "$run"' EXIT
+# nginx's workers run as an unprivileged user and must read the pages under the run dir.
+chmod 755 "$run"
+own_origin=0
+trap '[ "$own_origin" = 1 ] && "$perf_dir/origin.sh" stop --run "$run" >&2; rm -rf "$run"' EXIT
 
 # One config per profile. `send_via = false`: nginx's default `gzip_proxied off` refuses to gzip
 # (or serve gzip_static files) for any request carrying `Via`, so with Via on, pith would be
 # sent identity bodies where `direct` gets gzip; the peers in ../shared/perf also run with Via
 # disabled, so the comparison is like for like.
-write_config() { # $1 = profile, $2 = port
+write_config() { # $1 = config name, $2 = profile, $3 = port, $4 = cache on (true/false)
     cat > "$run/pith-$1.toml" <<EOF
 [log]
 level = "warn"
 
 [[listener]]
-address = "127.0.0.1:$2"
-profile = "$1"
+address = "127.0.0.1:$3"
+profile = "$2"
 
 [upstream]
 send_via = false
+
+[cache]
+enabled = $4
 EOF
     "$pith_bin" check-config "$run/pith-$1.toml" >/dev/null
 }
-write_config pass "$pass_port"
-write_config declutter "$declutter_port"
+write_config pass pass "$pass_port" false
+write_config declutter declutter "$declutter_port" false
+write_config cache declutter "$cache_port" true
 
 # The harness's origin has fixed ports (18080, 18443). If one is already up from the harness's
 # default run dir and serves exactly our pages, hand its PID to this run: peers.sh then neither
@@ -157,6 +189,16 @@ reuse_origin() {
 }
 reuse_origin
 
+# Start the origin here (peers.sh then uses it as it is) and date its pages back, unless one
+# is being reused.
+if [ ! -s "$run/origin/nginx.pid" ]; then
+    "$perf_dir/origin.sh" start --pages "$pages" --run "$run" >&2
+    own_origin=1
+    if [ "$page_age" -gt 0 ]; then
+        touch -d "@$(( $(date +%s) - page_age * 86400 ))" "$run/origin/www/p/"*.html "$run/origin/www/p/"*.html.gz
+    fi
+fi
+
 if [ -z "$out" ]; then
     mkdir -p "$repo_root/target/perf"
     out=$repo_root/target/perf/results-$(date +%Y%m%d-%H%M%S).txt
@@ -172,9 +214,17 @@ serve() { # $1 = profile: the command line peers.sh runs in the foreground
 extreme_flag=()
 [ "$extremes" = 1 ] || extreme_flag=(--no-extremes)
 
+pith_cmds=()
+for v in $variants; do
+    case "$v" in
+        pass) pith_cmds+=(--cmd "pith-pass=$pass_port=$(serve pass)");;
+        declutter) pith_cmds+=(--cmd "pith-declutter=$declutter_port=$(serve declutter)");;
+        cache) pith_cmds+=(--cmd "pith-cache=$cache_port=$(serve cache)");;
+    esac
+done
+
 "$perf_dir/peers.sh" run --pages "$pages" --run "$run" --peers "$peers" \
-    --cmd "pith-pass=$pass_port=$(serve pass)" \
-    --cmd "pith-declutter=$declutter_port=$(serve declutter)" \
+    "${pith_cmds[@]}" \
     --reps "$reps" --secs "$secs" --concs "$concs" "${extreme_flag[@]}" --out "$out"
 
 python3 "$perf_dir/summarize.py" "$out" | tee "$summary"

@@ -165,6 +165,12 @@ impl RunningOrigin {
         self.received().pop().expect("the origin received a request")
     }
 
+    /// Requests received so far for `path` (any method, any query): how often the origin
+    /// was reached for it.
+    pub fn count(&self, path: &str) -> usize {
+        self.shared.received.lock().expect("not poisoned").iter().filter(|r| r.uri.path() == path).count()
+    }
+
     /// TCP connections accepted so far.
     pub fn connections(&self) -> usize {
         self.shared.connections.load(Ordering::SeqCst)

@@ -1,0 +1,778 @@
+//! The cache of rewritten pages: a moka store bounded in bytes, and HTTP freshness (RFC 9111)
+//! decided by `http-cache-semantics` as a shared cache.
+//!
+//! This module owns what a cache needs to be correct: the [`Key`] (method, URL, profile, a hash
+//! of the profile's rules and settings, the client's encoding class, and the request headers the
+//! origin's `Vary` names), the [`Entry`] (the rewritten page as sent to clients, plus the policy
+//! that says how long it stays fresh and the origin's validators to revalidate it with), the
+//! rules for what may be stored ([`admit`]), and the counters `/metrics` reports.
+//!
+//! Fetching, rewriting and serving belong to [`crate::net`]: it asks [`Cache::get_or_fill`]
+//! with a future that fetches and rewrites, and moka's `try_get_with` runs that future once
+//! for any number of concurrent misses of one key. A fill that must not be stored ends in the
+//! future's error, which moka never caches: the waiters then fetch for themselves, so a page
+//! the origin meant for one client is never handed to another.
+//!
+//! Which `Vary` headers a URL depends on is only known once the origin has answered, so the
+//! cache remembers the names per URL ([`Cache::key`] reads them back): the first request for a
+//! URL is keyed without them, and later ones with their own values.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::{Method, StatusCode, Uri};
+use http_cache_semantics::{AfterResponse, BeforeRequest, CacheOptions, CachePolicy, RequestLike, ResponseLike};
+use moka::notification::RemovalCause;
+
+use crate::body::Coding;
+use crate::config::CacheConfig;
+use crate::pipeline::Profile;
+
+/// What a cache lookup needs to know of a client's request: its method, absolute URL and
+/// headers. The headers are the client's as they will be forwarded (hop-by-hop fields gone,
+/// `Host` set to the URL's authority), so two clients asking for one URL look alike.
+#[derive(Debug, Clone)]
+pub struct Ask {
+    /// The request method.
+    pub method: Method,
+    /// The absolute URL.
+    pub uri: Uri,
+    /// The request headers.
+    pub headers: HeaderMap,
+}
+
+impl RequestLike for Ask {
+    fn uri(&self) -> Uri {
+        self.uri.clone()
+    }
+    fn is_same_uri(&self, other: &Uri) -> bool {
+        &self.uri == other
+    }
+    fn method(&self) -> &Method {
+        &self.method
+    }
+    fn headers(&self) -> &HeaderMap {
+        &self.headers
+    }
+}
+
+/// A response head, for the policy.
+struct Head<'a> {
+    status: StatusCode,
+    headers: &'a HeaderMap,
+}
+
+impl ResponseLike for Head<'_> {
+    fn status(&self) -> StatusCode {
+        self.status
+    }
+    fn headers(&self) -> &HeaderMap {
+        self.headers
+    }
+}
+
+/// The part of a key known before the origin answers.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct BaseKey {
+    method: Method,
+    url: String,
+    profile: String,
+    /// Hash of the profile's rules and settings: a changed profile makes old entries unreachable.
+    settings: u64,
+    /// The content-coding pith sends this client (its encoding class).
+    coding: &'static str,
+}
+
+/// A cache key: the [`BaseKey`] plus the values of the request headers the origin varies on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Key {
+    base: BaseKey,
+    vary: Vec<(HeaderName, Vec<HeaderValue>)>,
+}
+
+impl Key {
+    /// The key of the same request when the response varies on `names`.
+    pub fn with_vary(&self, names: &[HeaderName], request: &HeaderMap) -> Key {
+        Key { base: self.base.clone(), vary: vary_values(names, request) }
+    }
+
+    /// True when the key was made with exactly these `Vary` names.
+    pub fn varies_on(&self, names: &[HeaderName]) -> bool {
+        self.vary.len() == names.len() && self.vary.iter().zip(names).all(|((a, _), b)| a == b)
+    }
+}
+
+fn vary_values(names: &[HeaderName], request: &HeaderMap) -> Vec<(HeaderName, Vec<HeaderValue>)> {
+    names.iter().map(|n| (n.clone(), request.get_all(n).iter().cloned().collect())).collect()
+}
+
+/// One kept page: the rewritten response as it is sent to clients, and what is needed to keep
+/// it correct over time.
+#[derive(Debug)]
+pub struct Entry {
+    /// The status served (always 200 today).
+    pub status: StatusCode,
+    /// The rewritten response's headers, without `Age` and `X-Cache` (added when served).
+    pub headers: HeaderMap,
+    /// The body exactly as sent: rewritten and encoded for the key's encoding class.
+    pub body: Bytes,
+    /// Freshness and revalidation, from the origin's own response head.
+    policy: CachePolicy,
+    /// The origin's `ETag` and `Last-Modified` (the served ETag is weakened).
+    validators: Validators,
+    /// The origin's `Vary` names, lowercase, without Accept-Encoding (the encoding class covers it).
+    vary: Arc<[HeaderName]>,
+    weight: u32,
+    /// When the policy was made, the `Age` it then gave, and until when it stays fresh: the
+    /// hit path's answer without re-parsing headers (see [`Entry::freshness`]).
+    clock: Clock,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Clock {
+    stored_at: SystemTime,
+    age_at_store: Duration,
+    fresh_until: SystemTime,
+}
+
+impl Clock {
+    fn of(policy: &CachePolicy, now: SystemTime) -> Clock {
+        Clock { stored_at: now, age_at_store: policy.age(now), fresh_until: now + policy.time_to_live(now) }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct Validators {
+    etag: Option<HeaderValue>,
+    last_modified: Option<HeaderValue>,
+}
+
+impl Validators {
+    fn of(headers: &HeaderMap) -> Validators {
+        Validators { etag: headers.get(header::ETAG).cloned(), last_modified: headers.get(header::LAST_MODIFIED).cloned() }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.etag.is_none() && self.last_modified.is_none()
+    }
+}
+
+/// Whether a kept page may be served as it is.
+pub enum Freshness {
+    /// Serve it; `age` is for the `Age` header.
+    Fresh {
+        /// How long the page has been kept, plus the origin's own `Age`.
+        age: Duration,
+    },
+    /// Ask the origin first, with these conditional headers (possibly none).
+    Stale {
+        /// `If-None-Match` and/or `If-Modified-Since` with the origin's validators.
+        conditions: Vec<(HeaderName, HeaderValue)>,
+    },
+}
+
+impl Entry {
+    /// Bytes the entry takes in the store: its body, headers and key, roughly.
+    pub fn weight(&self) -> u32 {
+        self.weight
+    }
+
+    /// How long the page has been kept, plus the `Age` the origin sent: the `Age` to serve.
+    pub fn age(&self, now: SystemTime) -> Duration {
+        self.clock.age_at_store + now.duration_since(self.clock.stored_at).unwrap_or_default()
+    }
+
+    /// The origin's `Vary` names this entry was stored under.
+    pub fn vary(&self) -> &[HeaderName] {
+        &self.vary
+    }
+
+    /// Whether the entry may answer `ask` at `now` (RFC 9111 §4), and if not, how to ask the
+    /// origin whether it is still good.
+    pub fn freshness(&self, ask: &Ask, now: SystemTime) -> Freshness {
+        // The fast path, for a request without directives of its own: the key already matched
+        // method, URL (hence Host) and the Vary values, so only the clock is left to check,
+        // and the policy's answer (max-age less age) was computed when the entry was made.
+        let directives = ask.headers.contains_key(header::CACHE_CONTROL) || ask.headers.contains_key(header::PRAGMA);
+        if !directives && now < self.clock.fresh_until {
+            return Freshness::Fresh { age: self.age(now) };
+        }
+        match self.policy.before_request(ask, now) {
+            BeforeRequest::Fresh(_) => Freshness::Fresh { age: self.age(now) },
+            BeforeRequest::Stale { .. } => {
+                let mut conditions = Vec::new();
+                if let Some(etag) = &self.validators.etag {
+                    conditions.push((header::IF_NONE_MATCH, etag.clone()));
+                }
+                if let Some(lm) = &self.validators.last_modified {
+                    conditions.push((header::IF_MODIFIED_SINCE, lm.clone()));
+                }
+                Freshness::Stale { conditions }
+            }
+        }
+    }
+
+    /// The entry refreshed by the origin's 304 to a revalidation: the same body, the policy and
+    /// the freshness headers of the 304 (RFC 9111 §4.3.4).
+    pub fn refreshed(&self, ask: &Ask, not_modified: &HeaderMap, now: SystemTime) -> Result<Entry, RefreshError> {
+        // A 304 without validators answers the one conditional pith sent, which named this
+        // entry's own: it is about this entry.
+        let mut with_validators = not_modified.clone();
+        if Validators::of(not_modified).is_empty() {
+            for (name, value) in [(header::ETAG, &self.validators.etag), (header::LAST_MODIFIED, &self.validators.last_modified)] {
+                if let Some(v) = value {
+                    with_validators.insert(name, v.clone());
+                }
+            }
+        }
+        let not_modified = &with_validators;
+        let head = Head { status: StatusCode::NOT_MODIFIED, headers: not_modified };
+        let AfterResponse::NotModified(policy, _) = self.policy.after_response(ask, &head, now) else {
+            return Err(RefreshError::ValidatorMismatch { etag: not_modified.get(header::ETAG).cloned() });
+        };
+        let mut headers = self.headers.clone();
+        for name in [header::CACHE_CONTROL, header::EXPIRES, header::DATE, header::LAST_MODIFIED] {
+            if let Some(v) = not_modified.get(&name) {
+                headers.insert(name, v.clone());
+            }
+        }
+        let mut validators = self.validators.clone();
+        if let Some(etag) = not_modified.get(header::ETAG) {
+            validators.etag = Some(etag.clone());
+            headers.insert(header::ETAG, weaken(etag));
+        }
+        if let Some(lm) = not_modified.get(header::LAST_MODIFIED) {
+            validators.last_modified = Some(lm.clone());
+        }
+        let clock = Clock::of(&policy, now);
+        Ok(Entry { status: self.status, headers, body: self.body.clone(), policy, validators, vary: self.vary.clone(), weight: self.weight, clock })
+    }
+
+    /// True when the client's own conditional headers say it already has this page:
+    /// `If-None-Match` by weak comparison, else `If-Modified-Since` equal to `Last-Modified`.
+    pub fn is_not_modified_for(&self, request: &HeaderMap) -> bool {
+        let tag = |v: &str| v.trim().trim_start_matches("W/").to_string();
+        if let Some(inm) = request.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) {
+            let Some(ours) = self.headers.get(header::ETAG).and_then(|v| v.to_str().ok()) else { return false };
+            return inm.split(',').any(|t| t.trim() == "*" || tag(t) == tag(ours));
+        }
+        match (request.get(header::IF_MODIFIED_SINCE), self.headers.get(header::LAST_MODIFIED)) {
+            (Some(ims), Some(lm)) => ims == lm,
+            _ => false,
+        }
+    }
+}
+
+/// A validator the served copy carries: weak, because the bytes are pith's, not the origin's.
+fn weaken(etag: &HeaderValue) -> HeaderValue {
+    match etag.to_str() {
+        Ok(s) if !s.starts_with("W/") => HeaderValue::from_str(&format!("W/{s}")).unwrap_or_else(|_| etag.clone()),
+        _ => etag.clone(),
+    }
+}
+
+/// Why a 304 could not refresh a kept page.
+#[derive(Debug, thiserror::Error)]
+pub enum RefreshError {
+    /// The origin said "not modified" with an ETag that is not the kept page's.
+    #[error("the origin answered 304 Not Modified with validator {etag:?}, which matches no kept page")]
+    ValidatorMismatch {
+        /// The 304's ETag.
+        etag: Option<HeaderValue>,
+    },
+}
+
+/// Why a response is not kept. Each is also a reason it is served as a miss.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// Only 200 responses are kept: never errors, redirects or partial content.
+    Status(u16),
+    /// The origin sets a cookie: the page is someone's, not everyone's.
+    SetCookie,
+    /// The request carried a Cookie and the origin did not say `public`.
+    Credentials,
+    /// `Vary: *`: no later request can be shown to match.
+    VaryAll,
+    /// RFC 9111 forbids a shared cache to store it (no-store, private, Authorization, method).
+    Policy,
+    /// Storable, but with no freshness and no validator it could never be served again.
+    Useless,
+    /// Larger than `cache.max_entry_bytes`.
+    TooLarge {
+        /// The entry's weight.
+        bytes: u64,
+    },
+}
+
+/// Builds the entry for a rewritten page, or says why it must not be kept. `origin` is the
+/// origin's response head (status and headers as received), `served` the rewritten headers
+/// and `body` the exact bytes sent.
+pub fn admit(ask: &Ask, origin: (StatusCode, &HeaderMap), served: HeaderMap, body: Bytes, max_entry_bytes: u64, now: SystemTime) -> Result<Entry, Refusal> {
+    let (status, headers) = origin;
+    if status != StatusCode::OK {
+        return Err(Refusal::Status(status.as_u16()));
+    }
+    if headers.contains_key(header::SET_COOKIE) {
+        return Err(Refusal::SetCookie);
+    }
+    let vary = vary_names(headers).ok_or(Refusal::VaryAll)?;
+    if ask.headers.contains_key(header::COOKIE) && !has_directive(headers, "public") {
+        return Err(Refusal::Credentials);
+    }
+    let policy = CachePolicy::new_options(ask, &Head { status, headers }, now, CacheOptions::default());
+    if !policy.is_storable() {
+        return Err(Refusal::Policy);
+    }
+    let validators = Validators::of(headers);
+    if policy.time_to_live(now).is_zero() && validators.is_empty() {
+        return Err(Refusal::Useless);
+    }
+    let bytes = weigh(ask, headers, &served, body.len());
+    if bytes > max_entry_bytes {
+        return Err(Refusal::TooLarge { bytes });
+    }
+    let weight = u32::try_from(bytes).unwrap_or(u32::MAX);
+    let clock = Clock::of(&policy, now);
+    Ok(Entry { status, headers: served, body, policy, validators, vary: vary.into(), weight, clock })
+}
+
+/// The entry's footprint: the body, the served headers, and the copies of the request and
+/// origin headers the policy keeps, plus a fixed allowance for the structures around them.
+fn weigh(ask: &Ask, origin: &HeaderMap, served: &HeaderMap, body: usize) -> u64 {
+    let size = |h: &HeaderMap| h.iter().map(|(k, v)| k.as_str().len() + v.len() + 16).sum::<usize>();
+    (body + size(origin) + size(served) + size(&ask.headers) + 2 * ask.uri.to_string().len() + 512) as u64
+}
+
+/// The request headers a response varies on, lowercase and in order, Accept-Encoding left out
+/// (the key's encoding class stands for it); `None` for `Vary: *`.
+pub fn vary_names(headers: &HeaderMap) -> Option<Vec<HeaderName>> {
+    let mut names = Vec::new();
+    for field in headers.get_all(header::VARY).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')) {
+        let field = field.trim();
+        if field == "*" {
+            return None;
+        }
+        let Ok(name) = HeaderName::from_bytes(field.to_ascii_lowercase().as_bytes()) else { continue };
+        if name != header::ACCEPT_ENCODING && !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    Some(names)
+}
+
+fn has_directive(headers: &HeaderMap, directive: &str) -> bool {
+    headers
+        .get_all(header::CACHE_CONTROL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|d| d.trim().split('=').next().is_some_and(|name| name.trim().eq_ignore_ascii_case(directive)))
+}
+
+/// True when a request may be answered from the cache or fill it: a GET for a whole
+/// representation that the client does not make conditional itself. (A client's conditional
+/// request is answered from a fresh entry, but otherwise goes to the origin as sent, so the
+/// origin can answer it.)
+pub fn is_candidate(method: &Method, headers: &HeaderMap) -> bool {
+    *method == Method::GET && !headers.contains_key(header::RANGE) && !headers.contains_key(header::IF_MATCH) && !headers.contains_key(header::IF_UNMODIFIED_SINCE) && !headers.contains_key(header::IF_RANGE)
+}
+
+/// True when the client made its request conditional on what it already has.
+pub fn is_conditional(headers: &HeaderMap) -> bool {
+    headers.contains_key(header::IF_NONE_MATCH) || headers.contains_key(header::IF_MODIFIED_SINCE)
+}
+
+/// The counters behind `/metrics`.
+#[derive(Debug, Default)]
+struct Counters {
+    hits: AtomicU64,
+    misses: AtomicU64,
+    revalidations: AtomicU64,
+    stores: AtomicU64,
+    evictions: AtomicU64,
+}
+
+/// What the cache has done since start-up, and what it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Snapshot {
+    /// Requests answered from a kept page without asking the origin.
+    pub hits: u64,
+    /// Cacheable requests that needed the origin's whole response.
+    pub misses: u64,
+    /// Kept pages the origin confirmed with 304 (served without rewriting again).
+    pub revalidations: u64,
+    /// Pages stored (or stored again after changing).
+    pub stores: u64,
+    /// Pages dropped to stay within `max_bytes`.
+    pub evictions: u64,
+    /// Pages kept now.
+    pub entries: u64,
+    /// Bytes kept now (entry weights).
+    pub bytes: u64,
+    /// The bound on `bytes`.
+    pub max_bytes: u64,
+}
+
+/// How long a URL whose last response could not be kept goes straight to the origin, without
+/// waiting on other requests for it (images, scripts, private pages).
+const PASS_FOR: Duration = Duration::from_secs(30);
+
+/// The store: rewritten pages by key, bounded in bytes, plus the `Vary` names seen per URL and
+/// the URLs recently found not worth keeping.
+pub struct Cache {
+    entries: moka::future::Cache<Key, Arc<Entry>>,
+    variants: moka::sync::Cache<BaseKey, Arc<[HeaderName]>>,
+    passes: moka::sync::Cache<BaseKey, ()>,
+    settings: BTreeMap<String, u64>,
+    max_bytes: u64,
+    max_entry_bytes: u64,
+    counters: Arc<Counters>,
+}
+
+impl Cache {
+    /// A cache sized by `config`, for the profiles of this configuration.
+    pub fn new(config: &CacheConfig, profiles: &BTreeMap<String, Arc<Profile>>) -> Cache {
+        let counters = Arc::new(Counters::default());
+        let evicted = counters.clone();
+        let entries = moka::future::Cache::builder()
+            .max_capacity(config.max_bytes)
+            .weigher(|_key: &Key, entry: &Arc<Entry>| entry.weight())
+            .eviction_listener(move |_key, _entry, cause| {
+                if matches!(cause, RemovalCause::Size | RemovalCause::Expired) {
+                    evicted.evictions.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+            .build();
+        // The Vary names are small; they get an eighth of the budget, weighed by URL length.
+        let variants = moka::sync::Cache::builder()
+            .max_capacity((config.max_bytes / 8).max(64 * 1024))
+            .weigher(|key: &BaseKey, names: &Arc<[HeaderName]>| u32::try_from(key.url.len() + 64 * (names.len() + 1)).unwrap_or(u32::MAX))
+            .build();
+        let passes = moka::sync::Cache::builder().max_capacity(16 * 1024).time_to_live(PASS_FOR).build();
+        let settings = profiles.iter().map(|(name, p)| (name.clone(), settings_hash(p))).collect();
+        Cache { entries, variants, passes, settings, max_bytes: config.max_bytes, max_entry_bytes: config.max_entry_bytes, counters }
+    }
+
+    /// The largest entry kept (`cache.max_entry_bytes`).
+    pub fn max_entry_bytes(&self) -> u64 {
+        self.max_entry_bytes
+    }
+
+    /// The key of `ask` for `profile`, whose pages are encoded as `coding`, with the `Vary`
+    /// names last seen for this URL.
+    pub fn key(&self, ask: &Ask, profile: &Profile, coding: Coding) -> Key {
+        let settings = self.settings.get(&profile.name).copied().unwrap_or_else(|| settings_hash(profile));
+        let base = BaseKey { method: ask.method.clone(), url: ask.uri.to_string(), profile: profile.name.clone(), settings, coding: coding.as_str() };
+        let names = self.variants.get(&base);
+        let vary = names.map(|n| vary_values(&n, &ask.headers)).unwrap_or_default();
+        Key { base, vary }
+    }
+
+    /// The entry under `key`, fresh or not.
+    pub async fn get(&self, key: &Key) -> Option<Arc<Entry>> {
+        self.entries.get(key).await
+    }
+
+    /// Drops the entry under `key` (a stale entry about to be revalidated, so that concurrent
+    /// requests wait for the revalidation instead of repeating it).
+    pub async fn invalidate(&self, key: &Key) {
+        self.entries.invalidate(key).await;
+    }
+
+    /// The entry under `key`, or the one `fill` produces, which is then stored. Concurrent
+    /// calls for one key run one `fill`; the others wait for it. An `Err` from `fill` is
+    /// stored nowhere and handed to every waiter.
+    pub async fn get_or_fill<F, E>(&self, key: Key, fill: F) -> Result<Arc<Entry>, Arc<E>>
+    where
+        F: Future<Output = Result<Arc<Entry>, E>>,
+        E: Send + Sync + 'static,
+    {
+        self.entries.try_get_with(key, fill).await
+    }
+
+    /// Remembers the `Vary` names an entry was stored with, so the next lookup of its URL
+    /// uses them, and counts the store.
+    pub fn note_stored(&self, key: &Key, entry: &Entry) {
+        self.passes.invalidate(&key.base);
+        self.variants.insert(key.base.clone(), entry.vary.clone());
+        self.counters.stores.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Stores `entry` under `key` directly: for a fill whose response varies on headers
+    /// other than those its key was made with.
+    pub async fn insert(&self, key: Key, entry: Arc<Entry>) {
+        self.note_stored(&key, &entry);
+        self.entries.insert(key, entry).await;
+    }
+
+    /// Remembers for a while that the response for `key`'s URL was not kept (not a page, or not
+    /// storable), so the next requests for it skip the cache and its waiting.
+    pub fn note_pass(&self, key: &Key) {
+        self.passes.insert(key.base.clone(), ());
+    }
+
+    /// True when the URL's last response was not kept, within the last 30 s.
+    pub fn is_pass(&self, key: &Key) -> bool {
+        self.passes.contains_key(&key.base)
+    }
+
+    /// Counts a request answered from a kept page.
+    pub fn count_hit(&self) {
+        self.counters.hits.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a cacheable request that needed the origin's whole response.
+    pub fn count_miss(&self) {
+        self.counters.misses.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a kept page confirmed by a 304.
+    pub fn count_revalidation(&self) {
+        self.counters.revalidations.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The counters and the store's size now (pending evictions applied first).
+    pub async fn snapshot(&self) -> Snapshot {
+        self.entries.run_pending_tasks().await;
+        let c = &self.counters;
+        Snapshot {
+            hits: c.hits.load(Ordering::Relaxed),
+            misses: c.misses.load(Ordering::Relaxed),
+            revalidations: c.revalidations.load(Ordering::Relaxed),
+            stores: c.stores.load(Ordering::Relaxed),
+            evictions: c.evictions.load(Ordering::Relaxed),
+            entries: self.entries.entry_count(),
+            bytes: self.entries.weighted_size(),
+            max_bytes: self.max_bytes,
+        }
+    }
+}
+
+/// A hash of everything in a profile that shapes its output: the rules' own canonical
+/// fingerprint, the output form and the stage-2 settings (preset, choices, site rules).
+fn settings_hash(profile: &Profile) -> u64 {
+    let mut h = DefaultHasher::new();
+    profile.name.hash(&mut h);
+    profile.rules.fingerprint().hash(&mut h);
+    format!("{:?}", profile.output).hash(&mut h);
+    format!("{:?}", profile.stage2).hash(&mut h);
+    h.finish()
+}
+
+/// `/metrics` in the Prometheus text format; `None` when the cache is off.
+pub fn render_metrics(snapshot: Option<&Snapshot>) -> String {
+    let mut out = String::new();
+    let mut metric = |name: &str, kind: &str, help: &str, value: u64| {
+        out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"));
+    };
+    metric("pith_cache_enabled", "gauge", "1 when the cache of rewritten pages is on.", u64::from(snapshot.is_some()));
+    let s = snapshot.copied().unwrap_or(Snapshot { hits: 0, misses: 0, revalidations: 0, stores: 0, evictions: 0, entries: 0, bytes: 0, max_bytes: 0 });
+    metric("pith_cache_hits_total", "counter", "Requests answered from a kept page without asking the origin.", s.hits);
+    metric("pith_cache_misses_total", "counter", "Cacheable requests that needed the origin's whole response.", s.misses);
+    metric("pith_cache_revalidations_total", "counter", "Kept pages the origin confirmed with 304 Not Modified.", s.revalidations);
+    metric("pith_cache_stores_total", "counter", "Rewritten pages stored.", s.stores);
+    metric("pith_cache_evictions_total", "counter", "Kept pages dropped to stay within cache.max_bytes.", s.evictions);
+    metric("pith_cache_entries", "gauge", "Pages kept now.", s.entries);
+    metric("pith_cache_bytes", "gauge", "Bytes kept now.", s.bytes);
+    metric("pith_cache_max_bytes", "gauge", "The bound on pith_cache_bytes (cache.max_bytes).", s.max_bytes);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ask(headers: &[(&str, &str)]) -> Ask {
+        let mut h = HeaderMap::new();
+        for (k, v) in headers {
+            h.append(HeaderName::from_bytes(k.as_bytes()).unwrap(), v.parse().unwrap());
+        }
+        h.insert(header::HOST, HeaderValue::from_static("example.com"));
+        Ask { method: Method::GET, uri: "http://example.com/a".parse().unwrap(), headers: h }
+    }
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        ask(pairs).headers
+    }
+
+    fn admitted(request: &[(&str, &str)], status: u16, response: &[(&str, &str)]) -> Result<Entry, Refusal> {
+        let served = headers(&[("content-type", "text/html")]);
+        let origin = headers(response);
+        admit(&ask(request), (StatusCode::from_u16(status).unwrap(), &origin), served, Bytes::from_static(b"<p>page</p>"), 1 << 20, SystemTime::now())
+    }
+
+    macro_rules! kept {
+        ($name:ident, request = [$($req:expr),*], $status:expr, response = [$($res:expr),*], $expect:expr) => {
+            #[test]
+            fn $name() {
+                let got = admitted(&[$($req),*], $status, &[$($res),*]).map(|_| ());
+                assert_eq!(got, $expect);
+            }
+        };
+    }
+
+    kept!(max_age_is_kept, request = [], 200, response = [("cache-control", "max-age=60")], Ok(()));
+    kept!(s_maxage_is_kept, request = [], 200, response = [("cache-control", "s-maxage=60")], Ok(()));
+    kept!(expires_is_kept, request = [], 200, response = [("date", "Sun, 22 Nov 2026 10:00:00 GMT"), ("expires", "Sun, 22 Nov 2026 11:00:00 GMT")], Ok(()));
+    kept!(last_modified_is_kept, request = [], 200, response = [("last-modified", "Thu, 01 Jan 2026 00:00:00 GMT")], Ok(()));
+    kept!(no_cache_with_etag_is_kept, request = [], 200, response = [("cache-control", "no-cache"), ("etag", "\"x\"")], Ok(()));
+    kept!(no_store, request = [], 200, response = [("cache-control", "no-store, max-age=60")], Err(Refusal::Policy));
+    kept!(private, request = [], 200, response = [("cache-control", "private, max-age=60")], Err(Refusal::Policy));
+    kept!(set_cookie, request = [], 200, response = [("cache-control", "public, max-age=60"), ("set-cookie", "a=b")], Err(Refusal::SetCookie));
+    kept!(cookie_not_public, request = [("cookie", "a=b")], 200, response = [("cache-control", "max-age=60")], Err(Refusal::Credentials));
+    kept!(cookie_public, request = [("cookie", "a=b")], 200, response = [("cache-control", "public, max-age=60")], Ok(()));
+    kept!(authorization_not_public, request = [("authorization", "Basic eA==")], 200, response = [("cache-control", "max-age=60")], Err(Refusal::Policy));
+    kept!(authorization_public, request = [("authorization", "Basic eA==")], 200, response = [("cache-control", "public, max-age=60")], Ok(()));
+    kept!(request_no_store, request = [("cache-control", "no-store")], 200, response = [("cache-control", "max-age=60")], Err(Refusal::Policy));
+    kept!(not_found, request = [], 404, response = [("cache-control", "max-age=60")], Err(Refusal::Status(404)));
+    kept!(server_error, request = [], 500, response = [("cache-control", "max-age=60")], Err(Refusal::Status(500)));
+    kept!(vary_star, request = [], 200, response = [("cache-control", "max-age=60"), ("vary", "*")], Err(Refusal::VaryAll));
+    kept!(nothing_to_go_on, request = [], 200, response = [], Err(Refusal::Useless));
+
+    #[test]
+    fn too_large_is_refused() {
+        let origin = headers(&[("cache-control", "max-age=60")]);
+        let body = Bytes::from(vec![b'x'; 5000]);
+        let got = admit(&ask(&[]), (StatusCode::OK, &origin), HeaderMap::new(), body, 4096, SystemTime::now());
+        assert!(matches!(got, Err(Refusal::TooLarge { bytes }) if bytes > 5000));
+    }
+
+    #[test]
+    fn vary_names_are_normalised() {
+        let h = headers(&[("vary", "Accept-Encoding, User-Agent"), ("vary", "accept-language, user-agent")]);
+        let names = vary_names(&h).unwrap();
+        assert_eq!(names.iter().map(HeaderName::as_str).collect::<Vec<_>>(), ["accept-language", "user-agent"]);
+        assert!(vary_names(&headers(&[("vary", "a, *")])).is_none());
+    }
+
+    #[test]
+    fn fresh_then_stale_with_validators() {
+        let now = SystemTime::now();
+        let origin = headers(&[("cache-control", "max-age=60"), ("etag", "\"v1\""), ("last-modified", "Thu, 01 Jan 2026 00:00:00 GMT")]);
+        let entry = admit(&ask(&[]), (StatusCode::OK, &origin), HeaderMap::new(), Bytes::new(), 1 << 20, now).unwrap();
+        assert!(matches!(entry.freshness(&ask(&[]), now + Duration::from_secs(30)), Freshness::Fresh { age } if age.as_secs() == 30));
+        let Freshness::Stale { conditions } = entry.freshness(&ask(&[]), now + Duration::from_secs(61)) else { panic!("stale after max-age") };
+        assert_eq!(conditions[0], (header::IF_NONE_MATCH, HeaderValue::from_static("\"v1\"")));
+        assert_eq!(conditions[1].0, header::IF_MODIFIED_SINCE);
+        assert!(matches!(entry.freshness(&ask(&[("cache-control", "no-cache")]), now), Freshness::Stale { .. }), "a client's no-cache forces revalidation");
+    }
+
+    #[test]
+    fn origin_age_counts() {
+        let now = SystemTime::now();
+        let origin = headers(&[("cache-control", "max-age=60"), ("age", "100"), ("etag", "\"v\"")]);
+        let entry = admit(&ask(&[]), (StatusCode::OK, &origin), HeaderMap::new(), Bytes::new(), 1 << 20, now).unwrap();
+        assert!(matches!(entry.freshness(&ask(&[]), now), Freshness::Stale { .. }));
+        assert_eq!(entry.age(now).as_secs(), 100);
+    }
+
+    #[test]
+    fn a_304_refreshes_headers_and_keeps_the_body() {
+        let now = SystemTime::now();
+        let origin = headers(&[("cache-control", "max-age=0"), ("etag", "\"v1\"")]);
+        let served = headers(&[("etag", "W/\"v1\""), ("cache-control", "max-age=0")]);
+        let entry = admit(&ask(&[]), (StatusCode::OK, &origin), served, Bytes::from_static(b"body"), 1 << 20, now).unwrap();
+        let fresh = entry.refreshed(&ask(&[]), &headers(&[("cache-control", "max-age=600"), ("etag", "\"v1\"")]), now).unwrap();
+        assert_eq!(fresh.body, Bytes::from_static(b"body"));
+        assert_eq!(fresh.headers[header::CACHE_CONTROL], "max-age=600");
+        assert_eq!(fresh.headers[header::ETAG], "W/\"v1\"", "the served ETag stays weak");
+        assert!(matches!(fresh.freshness(&ask(&[]), now), Freshness::Fresh { .. }));
+        let other = entry.refreshed(&ask(&[]), &headers(&[("etag", "\"v2\"")]), now);
+        assert!(matches!(other, Err(RefreshError::ValidatorMismatch { .. })));
+    }
+
+    #[test]
+    fn client_validators_are_compared_weakly() {
+        let origin = headers(&[("cache-control", "max-age=60")]);
+        let served = headers(&[("etag", "W/\"v1\""), ("last-modified", "Thu, 01 Jan 2026 00:00:00 GMT")]);
+        let entry = admit(&ask(&[]), (StatusCode::OK, &origin), served, Bytes::new(), 1 << 20, SystemTime::now()).unwrap();
+        assert!(entry.is_not_modified_for(&headers(&[("if-none-match", "\"x\", \"v1\"")])));
+        assert!(entry.is_not_modified_for(&headers(&[("if-none-match", "*")])));
+        assert!(!entry.is_not_modified_for(&headers(&[("if-none-match", "\"v2\"")])));
+        assert!(entry.is_not_modified_for(&headers(&[("if-modified-since", "Thu, 01 Jan 2026 00:00:00 GMT")])));
+        assert!(!entry.is_not_modified_for(&headers(&[])));
+    }
+
+    #[test]
+    fn candidates_are_whole_unconditional_gets() {
+        assert!(is_candidate(&Method::GET, &headers(&[])));
+        assert!(is_candidate(&Method::GET, &headers(&[("if-none-match", "\"a\"")])), "answered from a fresh page");
+        assert!(!is_candidate(&Method::POST, &headers(&[])));
+        assert!(!is_candidate(&Method::HEAD, &headers(&[])));
+        assert!(!is_candidate(&Method::GET, &headers(&[("range", "bytes=0-1")])));
+    }
+
+    fn cache(max_bytes: u64) -> (Cache, Arc<Profile>) {
+        let profile = Arc::new(Profile::new("declutter", Arc::new(crate::html::rules::RuleSet::empty()), crate::pipeline::Output::Html));
+        let profiles = BTreeMap::from([("declutter".to_string(), profile.clone())]);
+        (Cache::new(&CacheConfig { enabled: true, max_bytes, max_entry_bytes: max_bytes }, &profiles), profile)
+    }
+
+    #[tokio::test]
+    async fn keys_separate_encodings_profiles_and_learnt_vary_values() {
+        let (cache, profile) = cache(1 << 20);
+        let en = ask(&[("accept-language", "en")]);
+        let fr = ask(&[("accept-language", "fr")]);
+        assert_eq!(cache.key(&en, &profile, Coding::Identity), cache.key(&fr, &profile, Coding::Identity), "no Vary known yet");
+        assert_ne!(cache.key(&en, &profile, Coding::Identity), cache.key(&en, &profile, Coding::Gzip));
+        // The same profile name with other rules (a changed config) keys differently.
+        let other = Arc::new(Profile::new("declutter", Arc::new(crate::html::rules::RuleSet::builtin("declutter").unwrap()), crate::pipeline::Output::Html));
+        let changed = Cache::new(&CacheConfig { enabled: true, max_bytes: 1 << 20, max_entry_bytes: 1 << 20 }, &BTreeMap::from([("declutter".to_string(), other.clone())]));
+        assert_ne!(cache.key(&en, &profile, Coding::Identity), changed.key(&en, &other, Coding::Identity), "changed rules, new key");
+        let origin = headers(&[("cache-control", "max-age=60"), ("vary", "Accept-Language")]);
+        let entry = admit(&en, (StatusCode::OK, &origin), HeaderMap::new(), Bytes::new(), 1 << 20, SystemTime::now()).unwrap();
+        let key = cache.key(&en, &profile, Coding::Identity).with_vary(entry.vary(), &en.headers);
+        cache.insert(key.clone(), Arc::new(entry)).await;
+        assert_eq!(cache.key(&en, &profile, Coding::Identity), key);
+        assert_ne!(cache.key(&fr, &profile, Coding::Identity), key);
+        assert!(cache.get(&key).await.is_some());
+    }
+
+    #[tokio::test]
+    async fn the_weigher_bounds_bytes() {
+        let (cache, profile) = cache(64 * 1024);
+        let origin = headers(&[("cache-control", "max-age=60")]);
+        for i in 0..50 {
+            let mut a = ask(&[]);
+            a.uri = format!("http://example.com/{i}").parse().unwrap();
+            let entry = admit(&a, (StatusCode::OK, &origin), HeaderMap::new(), Bytes::from(vec![b'x'; 4000]), 1 << 20, SystemTime::now()).unwrap();
+            cache.insert(cache.key(&a, &profile, Coding::Identity), Arc::new(entry)).await;
+        }
+        let s = cache.snapshot().await;
+        assert!(s.bytes <= 64 * 1024 && s.entries < 50, "{s:?}");
+        assert_eq!(s.stores, 50);
+        assert!(s.evictions > 0, "{s:?}");
+    }
+
+    #[tokio::test]
+    async fn a_url_not_kept_is_passed_until_a_page_is_stored() {
+        let (cache, profile) = cache(1 << 20);
+        let a = ask(&[]);
+        let key = cache.key(&a, &profile, Coding::Identity);
+        assert!(!cache.is_pass(&key));
+        cache.note_pass(&key);
+        assert!(cache.is_pass(&key));
+        assert!(cache.is_pass(&cache.key(&a, &profile, Coding::Identity).with_vary(&[header::ACCEPT_LANGUAGE], &a.headers)), "per URL, whatever the variant");
+        let origin = headers(&[("cache-control", "max-age=60")]);
+        let entry = admit(&a, (StatusCode::OK, &origin), HeaderMap::new(), Bytes::new(), 1 << 20, SystemTime::now()).unwrap();
+        cache.insert(key.clone(), Arc::new(entry)).await;
+        assert!(!cache.is_pass(&key));
+    }
+
+    #[test]
+    fn metrics_text_names_every_counter() {
+        let s = Snapshot { hits: 3, misses: 2, revalidations: 1, stores: 2, evictions: 0, entries: 2, bytes: 900, max_bytes: 1000 };
+        let text = render_metrics(Some(&s));
+        for line in ["pith_cache_enabled 1", "pith_cache_hits_total 3", "pith_cache_misses_total 2", "pith_cache_revalidations_total 1", "pith_cache_bytes 900", "pith_cache_entries 2", "pith_cache_evictions_total 0"] {
+            assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
+        }
+        assert!(render_metrics(None).contains("pith_cache_enabled 0"));
+    }
+}
