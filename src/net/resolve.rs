@@ -1,0 +1,211 @@
+//! Destination deny rules: which addresses pith refuses to connect to, and name resolution
+//! that checks every address it returns.
+//!
+//! A gateway exposed to a LAN forwards for whoever may use it; without these rules a client
+//! could ask it for `http://192.168.1.1/` or `http://169.254.169.254/` and reach the operator's
+//! own network. The rules are checked on the resolved addresses, never on the name (a public
+//! name may point at a private address), and every address of a name is checked: one denied
+//! address refuses the whole target, so the outcome does not depend on which address a
+//! connection attempt happens to pick. The addresses checked are the ones connected to,
+//! so a name that resolves differently a moment later (DNS rebinding) cannot slip through.
+//!
+//! This module owns the matching and the checked lookup; the config only holds the lists.
+
+use std::net::{IpAddr, SocketAddr};
+
+use ipnet::IpNet;
+
+use crate::config::UpstreamConfig;
+
+/// The networks `upstream.deny_private` refuses: RFC 1918 private, loopback, link-local
+/// (which holds cloud metadata endpoints), CGNAT shared space, "this network", IPv6
+/// unique-local and link-local. IPv4-mapped IPv6 addresses are checked as IPv4.
+pub const PRIVATE_NETWORKS: [&str; 10] = [
+    "10.0.0.0/8",
+    "172.16.0.0/12",
+    "192.168.0.0/16",
+    "127.0.0.0/8",
+    "169.254.0.0/16",
+    "100.64.0.0/10",
+    "0.0.0.0/8",
+    "::1/128",
+    "fc00::/7",
+    "fe80::/10",
+];
+
+/// Why a destination was refused: the config rule that matched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DenyRule {
+    /// A network listed in `upstream.deny`.
+    Listed(IpNet),
+    /// A private-use network, refused by `upstream.deny_private`.
+    Private(IpNet),
+}
+
+impl std::fmt::Display for DenyRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DenyRule::Listed(net) => write!(f, "upstream.deny ({net})"),
+            DenyRule::Private(net) => write!(f, "upstream.deny_private ({net})"),
+        }
+    }
+}
+
+/// The deny rules of one config, borrowed from it: built per connection attempt at no cost.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DenyRules<'a> {
+    listed: &'a [IpNet],
+    private: bool,
+}
+
+impl<'a> DenyRules<'a> {
+    /// The rules `cfg` asks for.
+    pub fn new(cfg: &'a UpstreamConfig) -> DenyRules<'a> {
+        DenyRules { listed: &cfg.deny, private: cfg.deny_private }
+    }
+
+    /// True when no address is ever refused.
+    pub fn is_empty(&self) -> bool {
+        self.listed.is_empty() && !self.private
+    }
+
+    /// The rule refusing `ip`, if any.
+    pub fn denies(&self, ip: IpAddr) -> Option<DenyRule> {
+        let ip = canonical(ip);
+        if let Some(net) = self.listed.iter().find(|n| n.contains(&ip)) {
+            return Some(DenyRule::Listed(*net));
+        }
+        if !self.private {
+            return None;
+        }
+        // Ten short parses per address: nothing beside the lookup that precedes them.
+        PRIVATE_NETWORKS.iter().filter_map(|n| n.parse::<IpNet>().ok()).find(|n| n.contains(&ip)).map(DenyRule::Private)
+    }
+}
+
+/// An IPv4-mapped IPv6 address (`::ffff:10.0.0.1`) as the IPv4 address it reaches.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// A target that cannot be connected to.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    /// The name did not resolve.
+    #[error("cannot resolve {host}")]
+    Lookup {
+        /// The host name.
+        host: String,
+        /// The resolver's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The name resolved to no address at all.
+    #[error("{host} has no address")]
+    NoAddress {
+        /// The host name.
+        host: String,
+    },
+    /// One of the target's addresses is refused by a rule.
+    #[error("{host} resolves to {addr}, which this proxy does not connect to: {rule}")]
+    Denied {
+        /// The host as requested.
+        host: String,
+        /// The refused address.
+        addr: IpAddr,
+        /// The rule that refused it.
+        rule: DenyRule,
+    },
+}
+
+/// Resolves `host:port` and checks every address against `rules`. Returns the addresses to
+/// connect to: only these, so the check and the connection see the same answer.
+pub async fn resolve(host: &str, port: u16, rules: DenyRules<'_>) -> Result<Vec<SocketAddr>, ResolveError> {
+    let addrs: Vec<SocketAddr> = match host.parse::<IpAddr>() {
+        Ok(ip) => vec![SocketAddr::new(ip, port)],
+        Err(_) => tokio::net::lookup_host((host, port))
+            .await
+            .map_err(|source| ResolveError::Lookup { host: host.to_string(), source })?
+            .collect(),
+    };
+    check(host, &addrs, rules)?;
+    if addrs.is_empty() {
+        return Err(ResolveError::NoAddress { host: host.to_string() });
+    }
+    Ok(addrs)
+}
+
+/// Refuses the target when any of its addresses is denied.
+pub fn check(host: &str, addrs: &[SocketAddr], rules: DenyRules<'_>) -> Result<(), ResolveError> {
+    for addr in addrs {
+        if let Some(rule) = rules.denies(addr.ip()) {
+            return Err(ResolveError::Denied { host: host.to_string(), addr: addr.ip(), rule });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(listed: &[&str], private: bool) -> DenyRules<'static> {
+        let listed: Vec<IpNet> = listed.iter().map(|n| n.parse().unwrap()).collect();
+        DenyRules { listed: Vec::leak(listed), private }
+    }
+
+    #[test]
+    fn every_private_network_parses() {
+        assert_eq!(PRIVATE_NETWORKS.iter().filter(|n| n.parse::<IpNet>().is_ok()).count(), PRIVATE_NETWORKS.len());
+    }
+
+    macro_rules! denies {
+        ($name:ident, $listed:expr, private = $private:expr, $ip:expr, $expect:expr) => {
+            #[test]
+            fn $name() {
+                let got = rules(&$listed, $private).denies($ip.parse().unwrap()).map(|r| r.to_string());
+                assert_eq!(got.as_deref(), $expect);
+            }
+        };
+    }
+
+    denies!(nothing_by_default, [], private = false, "10.0.0.1", None);
+    denies!(rfc1918, [], private = true, "192.168.1.1", Some("upstream.deny_private (192.168.0.0/16)"));
+    denies!(loopback, [], private = true, "127.0.0.1", Some("upstream.deny_private (127.0.0.0/8)"));
+    denies!(metadata_link_local, [], private = true, "169.254.169.254", Some("upstream.deny_private (169.254.0.0/16)"));
+    denies!(cgnat, [], private = true, "100.64.1.2", Some("upstream.deny_private (100.64.0.0/10)"));
+    denies!(cgnat_edge_is_public, [], private = true, "100.128.0.1", None);
+    denies!(unique_local_v6, [], private = true, "fd12::1", Some("upstream.deny_private (fc00::/7)"));
+    denies!(link_local_v6, [], private = true, "fe80::1", Some("upstream.deny_private (fe80::/10)"));
+    denies!(loopback_v6, [], private = true, "::1", Some("upstream.deny_private (::1/128)"));
+    denies!(mapped_v4_is_checked_as_v4, [], private = true, "::ffff:10.1.2.3", Some("upstream.deny_private (10.0.0.0/8)"));
+    denies!(public_passes, [], private = true, "93.184.216.34", None);
+    denies!(public_v6_passes, [], private = true, "2606:2800:220:1::1", None);
+    denies!(listed_network, ["203.0.113.0/24"], private = false, "203.0.113.9", Some("upstream.deny (203.0.113.0/24)"));
+    denies!(listed_wins_over_private, ["10.0.0.0/16"], private = true, "10.0.0.5", Some("upstream.deny (10.0.0.0/16)"));
+    denies!(listed_outside, ["203.0.113.0/24"], private = false, "203.0.114.1", None);
+
+    #[test]
+    fn one_denied_address_refuses_the_target() {
+        let addrs: Vec<SocketAddr> = vec!["93.184.216.34:80".parse().unwrap(), "10.0.0.1:80".parse().unwrap()];
+        let err = check("mixed.example", &addrs, rules(&[], true)).unwrap_err();
+        assert!(matches!(err, ResolveError::Denied { addr, .. } if addr == "10.0.0.1".parse::<IpAddr>().unwrap()), "{err}");
+        assert!(err.to_string().contains("upstream.deny_private"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn literal_addresses_are_checked_without_a_lookup() {
+        let err = resolve("127.0.0.1", 80, rules(&[], true)).await.unwrap_err();
+        assert!(matches!(err, ResolveError::Denied { .. }), "{err}");
+        assert_eq!(resolve("127.0.0.1", 80, DenyRules::default()).await.unwrap(), vec!["127.0.0.1:80".parse().unwrap()]);
+    }
+
+    #[tokio::test]
+    async fn names_are_checked_on_what_they_resolve_to() {
+        let err = resolve("localhost", 8080, rules(&[], true)).await.unwrap_err();
+        assert!(matches!(err, ResolveError::Denied { ref host, .. } if host == "localhost"), "{err}");
+    }
+}
