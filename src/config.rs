@@ -1,7 +1,7 @@
 //! `proxy.toml`: the raw serde mirror of the file, and the validated [`Config`] that runs.
 //!
 //! Parsing is two-staged: [`RawConfig`] mirrors the file exactly (`deny_unknown_fields`, every
-//! key defaulted), then [`Config::from_raw`] resolves addresses, compiles networks and rule
+//! key defaulted), then [`Config::from_toml_str`] resolves addresses, compiles networks and rule
 //! files and checks limits. Every error, from either stage, names the file, the line and the
 //! key, because an operator editing a config on a gateway has nothing else to go on.
 //!
@@ -22,9 +22,12 @@ use rustls::pki_types::CertificateDer;
 use toml::Spanned;
 
 use crate::extract::sites::{SiteError, SiteRules};
+use crate::html::ads::AdFilter;
 use crate::extract::{Options, PresetName};
 use crate::html::rules::{RuleError, RuleSet};
-use crate::pipeline::{Output, Profile, Stage2};
+use crate::extract::algorithm::Algorithm;
+use crate::pipeline::{Output, Profile, Reader, Stage2};
+use crate::tls::HostList;
 
 /// The documented default configuration, built into the binary.
 pub const DEFAULT_TOML: &str = include_str!("../proxy.toml");
@@ -102,6 +105,10 @@ pub struct RawConfig {
     pub filters: RawFilters,
     /// `[profiles.NAME]`.
     pub profiles: BTreeMap<String, Spanned<RawProfile>>,
+    /// `[cache]`.
+    pub cache: RawCache,
+    /// `[intercept]`.
+    pub intercept: RawIntercept,
 }
 
 impl Default for RawConfig {
@@ -113,6 +120,8 @@ impl Default for RawConfig {
             limits: RawLimits::default(),
             filters: RawFilters::default(),
             profiles: BTreeMap::new(),
+            cache: RawCache::default(),
+            intercept: RawIntercept::default(),
         }
     }
 }
@@ -178,6 +187,10 @@ pub struct RawUpstream {
     pub connect_ports: Vec<u16>,
     /// Send a `Via` header to origins.
     pub send_via: bool,
+    /// Destination networks never connected to (CIDRs or addresses).
+    pub deny: Spanned<Vec<String>>,
+    /// Also refuse private, loopback, link-local, unique-local and CGNAT destinations.
+    pub deny_private: bool,
 }
 
 impl Default for RawUpstream {
@@ -191,6 +204,8 @@ impl Default for RawUpstream {
             extra_root_certificates: Vec::new(),
             connect_ports: vec![443],
             send_via: true,
+            deny: Spanned::new(0..0, Vec::new()),
+            deny_private: false,
         }
     }
 }
@@ -220,17 +235,65 @@ impl Default for RawLimits {
     }
 }
 
+/// `[cache]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawCache {
+    /// Keep rewritten pages in memory.
+    pub enabled: bool,
+    /// Bytes all entries may take together.
+    pub max_bytes: Spanned<u64>,
+    /// Bytes one entry may take.
+    pub max_entry_bytes: Spanned<u64>,
+}
+
+impl Default for RawCache {
+    fn default() -> Self {
+        RawCache { enabled: true, max_bytes: Spanned::new(0..0, 64 << 20), max_entry_bytes: Spanned::new(0..0, 1 << 20) }
+    }
+}
+
+/// `[intercept]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawIntercept {
+    /// Intercept every CONNECT not listed in `never`.
+    pub enabled: bool,
+    /// Folder of the local CA.
+    pub ca_dir: Spanned<String>,
+    /// Hosts always tunnelled untouched.
+    pub never: Spanned<Vec<String>>,
+    /// Hosts intercepted even when `enabled` is false.
+    pub always: Spanned<Vec<String>>,
+    /// Hosts whose leaf certificates are kept in memory.
+    pub max_hosts: Spanned<u64>,
+}
+
+impl Default for RawIntercept {
+    fn default() -> Self {
+        RawIntercept {
+            enabled: false,
+            ca_dir: Spanned::new(0..0, "certs".into()),
+            never: Spanned::new(0..0, Vec::new()),
+            always: Spanned::new(0..0, Vec::new()),
+            max_hosts: Spanned::new(0..0, 1000),
+        }
+    }
+}
+
 /// `[filters]`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RawFilters {
     /// Folder of rule files; empty = built-in.
     pub dir: Spanned<String>,
+    /// EasyList-format list files for the ad remover; empty = the shipped lists.
+    pub ad_lists: Vec<Spanned<String>>,
 }
 
 impl Default for RawFilters {
     fn default() -> Self {
-        RawFilters { dir: Spanned::new(0..0, String::new()) }
+        RawFilters { dir: Spanned::new(0..0, String::new()), ad_lists: Vec::new() }
     }
 }
 
@@ -252,6 +315,9 @@ pub struct RawProfile {
     /// Link-list threshold override; default: the preset's.
     #[serde(default)]
     pub link_ratio: Option<Spanned<f64>>,
+    /// Reading mode with this extractor (`pith`, `cetr`, …); unset: no reading mode.
+    #[serde(default)]
+    pub algorithm: Option<Spanned<String>>,
 }
 
 /// The validated configuration the proxy runs with.
@@ -267,6 +333,48 @@ pub struct Config {
     pub limits: Limits,
     /// Every profile by name, `pass` included.
     pub profiles: BTreeMap<String, Arc<Profile>>,
+    /// The cache of rewritten pages.
+    pub cache: CacheConfig,
+    /// HTTPS interception policy and the CA's folder.
+    pub intercept: InterceptConfig,
+}
+
+/// Validated `[intercept]`: which CONNECT targets are decrypted, and where the CA lives.
+#[derive(Debug, Clone)]
+pub struct InterceptConfig {
+    /// Intercept every host not in `never`.
+    pub enabled: bool,
+    /// The CA folder, resolved against the config file's folder.
+    pub ca_dir: PathBuf,
+    /// Hosts tunnelled untouched, whatever else says.
+    pub never: HostList,
+    /// Hosts intercepted even when `enabled` is false.
+    pub always: HostList,
+    /// Hosts whose leaf certificates are kept in memory.
+    pub max_hosts: u64,
+}
+
+impl InterceptConfig {
+    /// The policy: `never` wins, then `always`, then `enabled`.
+    pub fn should_intercept(&self, host: &str) -> bool {
+        !self.never.matches(host) && (self.enabled || self.always.matches(host))
+    }
+
+    /// True when some host may be intercepted, so the CA is needed.
+    pub fn is_active(&self) -> bool {
+        self.enabled || !self.always.is_empty()
+    }
+}
+
+/// Validated `[cache]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheConfig {
+    /// Rewritten pages are kept and served again while HTTP says they are fresh.
+    pub enabled: bool,
+    /// Bytes all entries may take together (bodies, headers and keys).
+    pub max_bytes: u64,
+    /// Bytes one entry may take; a larger page is served but not kept.
+    pub max_entry_bytes: u64,
 }
 
 /// One validated listener.
@@ -317,6 +425,10 @@ pub struct UpstreamConfig {
     pub connect_ports: Vec<u16>,
     /// Send a `Via` header to origins (loop detection by `Via` needs it).
     pub send_via: bool,
+    /// Destination networks refused, checked on every resolved address of a target.
+    pub deny: Vec<IpNet>,
+    /// Refuse private, loopback, link-local, unique-local and CGNAT destinations too.
+    pub deny_private: bool,
 }
 
 /// Validated `[limits]`.
@@ -384,6 +496,8 @@ impl Validator<'_> {
             upstream: self.upstream(&raw.upstream)?,
             limits: self.limits(&raw.limits)?,
             profiles,
+            cache: self.cache(&raw.cache)?,
+            intercept: self.intercept(&raw.intercept)?,
         })
     }
 
@@ -406,13 +520,18 @@ impl Validator<'_> {
         let mut out = BTreeMap::new();
         out.insert("pass".to_string(), Arc::new(Profile::pass()));
         let sites = Arc::new(self.sites(filters)?);
+        let ads = self.ad_lists(filters)?;
         // The documented profiles exist even in a config that does not spell them out, so
         // that "every key is optional" holds; a [profiles.NAME] table replaces them.
-        for (name, output) in [("declutter", Output::Html), ("text", Output::Text)] {
+        for (name, output) in [("declutter", Output::Html), ("text", Output::Text), ("reader", Output::Html)] {
             if !raw.contains_key(name) {
-                let rules = self.implicit_rules(filters, &format!("profiles.{name}.rules"))?;
-                let stage2 = Stage2 { options: Options::default(), sites: Arc::clone(&sites) };
-                out.insert(name.to_string(), Arc::new(Profile::new(name, Arc::new(rules), output).with_stage2(stage2)));
+                let rules = self.implicit_rules(filters, name, &format!("profiles.{name}.rules"))?;
+                let stage2 = Stage2 { options: Options::default(), sites: Arc::clone(&sites), ads: ads.clone() };
+                let mut profile = Profile::new(name, Arc::new(rules), output).with_stage2(stage2);
+                if name == "reader" {
+                    profile = profile.with_reader(Reader::default());
+                }
+                out.insert(name.to_string(), Arc::new(profile));
             }
         }
         for (name, p) in raw {
@@ -432,7 +551,10 @@ impl Validator<'_> {
             let rules = self.rules(filters, &p.rules, &format!("{key}.rules"))?;
             let mut profile = Profile::new(name, Arc::new(rules), output);
             if let Some(options) = self.stage2_options(p, &key)? {
-                profile = profile.with_stage2(Stage2 { options, sites: Arc::clone(&sites) });
+                profile = profile.with_stage2(Stage2 { options, sites: Arc::clone(&sites), ads: ads.clone() });
+            }
+            if let Some(algorithm) = self.algorithm(p, &key)? {
+                profile = profile.with_reader(Reader { algorithm, ..Reader::default() });
             }
             out.insert(name.clone(), Arc::new(profile));
         }
@@ -460,6 +582,27 @@ impl Validator<'_> {
         Ok(Some(Options { preset, retain_links: p.retain_links, link_ratio }))
     }
 
+    /// The ad lists of `filters.ad_lists`, read and built once for every profile; `None` when
+    /// the key is absent, meaning the lists shipped in the binary. Paths are relative to the
+    /// config file. A list that cannot be read fails the config, naming it; lines the engine
+    /// cannot use are skipped and counted, as browsers skip them.
+    fn ad_lists(&self, filters: &RawFilters) -> Result<Option<Arc<AdFilter>>, ConfigError> {
+        if filters.ad_lists.is_empty() {
+            return Ok(None);
+        }
+        let mut paths = Vec::with_capacity(filters.ad_lists.len());
+        for (i, path) in filters.ad_lists.iter().enumerate() {
+            let full = self.base.join(path.get_ref());
+            if !full.is_file() {
+                let key = format!("filters.ad_lists[{i}]");
+                return Err(self.err(path.span(), &key, format!("cannot read filter list {}", full.display())));
+            }
+            paths.push(full);
+        }
+        let filter = AdFilter::load(&paths).map_err(|e| self.err(filters.ad_lists[0].span(), "filters.ad_lists", e.to_string()))?;
+        Ok(Some(Arc::new(filter)))
+    }
+
     /// The site rules: every `*.rules` file of `filters.dir`/sites when that folder exists,
     /// else the built-in files.
     fn sites(&self, filters: &RawFilters) -> Result<SiteRules, ConfigError> {
@@ -478,13 +621,24 @@ impl Validator<'_> {
 
     /// Rules of a profile the file does not define: `declutter.rules` from `filters.dir` when
     /// it has one, else the built-in file.
-    fn implicit_rules(&self, filters: &RawFilters, key: &str) -> Result<RuleSet, ConfigError> {
-        let name = Spanned::new(0..0, "declutter".to_string());
+    fn implicit_rules(&self, filters: &RawFilters, file: &str, key: &str) -> Result<RuleSet, ConfigError> {
+        // `text` uses the declutter rules; `reader` its own.
+        let file = if file == "reader" { "reader" } else { "declutter" };
+        let name = Spanned::new(0..0, file.to_string());
         let dir = filters.dir.get_ref();
-        if !dir.is_empty() && self.base.join(dir).join("declutter.rules").exists() {
+        if !dir.is_empty() && self.base.join(dir).join(format!("{file}.rules")).exists() {
             return self.rules(filters, &name, key);
         }
-        Ok(RuleSet::builtin("declutter").expect("the declutter rules are built in"))
+        RuleSet::builtin(file).ok_or_else(|| self.err(0..0, key, format!("the built-in rule file {file:?} does not parse")))
+    }
+
+    /// A profile's `algorithm` key: `None` when unset (no reading mode).
+    fn algorithm(&self, p: &RawProfile, key: &str) -> Result<Option<Algorithm>, ConfigError> {
+        let Some(name) = &p.algorithm else { return Ok(None) };
+        name.get_ref()
+            .parse::<Algorithm>()
+            .map(Some)
+            .map_err(|e| self.err(name.span(), &format!("{key}.algorithm"), e.to_string()))
     }
 
     fn rules(&self, filters: &RawFilters, name: &Spanned<String>, key: &str) -> Result<RuleSet, ConfigError> {
@@ -520,7 +674,7 @@ impl Validator<'_> {
         };
         let allow = match &l.allow {
             None => vec!["127.0.0.0/8".parse().expect("literal"), "::1/128".parse().expect("literal")],
-            Some(list) => self.networks(list)?,
+            Some(list) => self.networks(list, "listener.allow")?,
         };
         let auth = l.auth.as_ref().map(|a| Credentials { user: a.get_ref().user.clone(), password: a.get_ref().password.clone() });
         if let Some(a) = &l.auth {
@@ -543,14 +697,14 @@ impl Validator<'_> {
         Ok(())
     }
 
-    fn networks(&self, list: &Spanned<Vec<String>>) -> Result<Vec<IpNet>, ConfigError> {
+    fn networks(&self, list: &Spanned<Vec<String>>, key: &str) -> Result<Vec<IpNet>, ConfigError> {
         list.get_ref()
             .iter()
             .map(|s| {
                 s.parse::<IpNet>()
                     .or_else(|_| s.parse::<IpAddr>().map(IpNet::from))
                     .map(|n| n.trunc())
-                    .map_err(|_| self.err(list.span(), "listener.allow", format!("{s:?} is not a network (e.g. \"192.168.1.0/24\") or an IP address")))
+                    .map_err(|_| self.err(list.span(), key, format!("{s:?} is not a network (e.g. \"192.168.1.0/24\") or an IP address")))
             })
             .collect()
     }
@@ -577,6 +731,8 @@ impl Validator<'_> {
             extra_roots,
             connect_ports: u.connect_ports.clone(),
             send_via: u.send_via,
+            deny: self.networks(&u.deny, "upstream.deny")?,
+            deny_private: u.deny_private,
         })
     }
 
@@ -598,6 +754,40 @@ impl Validator<'_> {
         })
     }
 }
+
+impl Validator<'_> {
+    fn cache(&self, c: &RawCache) -> Result<CacheConfig, ConfigError> {
+        let (max_bytes, max_entry_bytes) = (*c.max_bytes.get_ref(), *c.max_entry_bytes.get_ref());
+        if c.enabled && max_bytes == 0 {
+            return Err(self.err(c.max_bytes.span(), "cache.max_bytes", "must be at least 1 while the cache is enabled (or set enabled = false)"));
+        }
+        if max_entry_bytes == 0 || max_entry_bytes > u64::from(u32::MAX) {
+            return Err(self.err(c.max_entry_bytes.span(), "cache.max_entry_bytes", format!("must be between 1 and {}", u32::MAX)));
+        }
+        if c.enabled && max_entry_bytes > max_bytes {
+            return Err(self.err(c.max_entry_bytes.span(), "cache.max_entry_bytes", format!("{max_entry_bytes} is more than cache.max_bytes ({max_bytes})")));
+        }
+        Ok(CacheConfig { enabled: c.enabled, max_bytes, max_entry_bytes })
+    }
+}
+
+impl Validator<'_> {
+    fn intercept(&self, i: &RawIntercept) -> Result<InterceptConfig, ConfigError> {
+        let hosts = |list: &Spanned<Vec<String>>, key: &str| {
+            HostList::new(list.get_ref()).map_err(|e| self.err(list.span(), key, e.to_string()))
+        };
+        let (never, always) = (hosts(&i.never, "intercept.never")?, hosts(&i.always, "intercept.always")?);
+        if i.ca_dir.get_ref().trim().is_empty() {
+            return Err(self.err(i.ca_dir.span(), "intercept.ca_dir", "must name a folder (default \"certs\")"));
+        }
+        if *i.max_hosts.get_ref() == 0 {
+            return Err(self.err(i.max_hosts.span(), "intercept.max_hosts", "must be at least 1"));
+        }
+        let ca_dir = self.base.join(i.ca_dir.get_ref());
+        Ok(InterceptConfig { enabled: i.enabled, ca_dir, never, always, max_hosts: *i.max_hosts.get_ref() })
+    }
+}
+
 
 /// Builds a located error. When `key` is unknown (serde's own errors), it is recovered from
 /// the text: the `[table]` above the span plus the `key =` on the span's line.
@@ -667,6 +857,8 @@ mod tests {
         assert!(c.profiles.contains_key("pass") && c.profiles.contains_key("text"));
         assert_eq!(c.limits.max_rewrite_bytes, 16 << 20);
         assert_eq!(c.upstream.connect_ports, vec![443]);
+        assert!(c.upstream.deny.is_empty() && !c.upstream.deny_private, "no destination is refused by default");
+        assert_eq!(c.cache, CacheConfig { enabled: true, max_bytes: 64 << 20, max_entry_bytes: 1 << 20 });
     }
 
     #[test]
@@ -691,6 +883,14 @@ mod tests {
     rejected!(wrong_type_named, "[limits]\n\nmax_connections = \"many\"\n", "test.toml:3:", "limits.max_connections");
     rejected!(bad_address, "[[listener]]\naddress = \"localhost\"\n", "test.toml:2:", "listener.address");
     rejected!(bad_network, "[[listener]]\naddress = \"127.0.0.1:1\"\nallow = [\"10.0.0.0/33\"]\n", "test.toml:3:", "listener.allow");
+    rejected!(bad_deny_network, "[upstream]\ndeny = [\"10.0.0.0/8\", \"nonsense\"]\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "upstream.deny", "nonsense");
+
+    #[test]
+    fn deny_rules_are_parsed() {
+        let c = parse("[upstream]\ndeny = [\"203.0.113.0/24\", \"198.51.100.7\"]\ndeny_private = true\n[[listener]]\naddress = \"127.0.0.1:1\"\n").unwrap();
+        assert_eq!(c.upstream.deny, vec!["203.0.113.0/24".parse::<IpNet>().unwrap(), "198.51.100.7/32".parse().unwrap()]);
+        assert!(c.upstream.deny_private);
+    }
     rejected!(unknown_profile, "[[listener]]\naddress = \"127.0.0.1:1\"\nprofile = \"nope\"\n", "test.toml:3:", "unknown profile");
     rejected!(open_proxy, "[[listener]]\naddress = \"0.0.0.0:8080\"\nallow = [\"0.0.0.0/0\"]\n", "open proxy");
     rejected!(no_listener, "[log]\nlevel = \"info\"\n", "at least one [[listener]]");
@@ -701,7 +901,30 @@ mod tests {
     rejected!(bad_toml, "[[listener]\naddress = 1\n", "test.toml:1:");
     rejected!(unknown_preset, "[profiles.x]\nrules = \"declutter\"\npreset = \"newspaper\"\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:3:", "profiles.x.preset", "text-heavy");
     rejected!(bad_link_ratio, "[profiles.x]\nrules = \"declutter\"\n\nlink_ratio = -1.0\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:4:", "profiles.x.link_ratio");
+    rejected!(cache_without_room, "[cache]\nenabled = true\nmax_bytes = 0\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:3:", "cache.max_bytes");
+    rejected!(cache_entry_over_total, "[cache]\nmax_bytes = 1000\nmax_entry_bytes = 2000\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:3:", "cache.max_entry_bytes");
+    rejected!(cache_unknown_key, "[cache]\nsize = 1\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "cache.size");
+    rejected!(intercept_bad_host, "[intercept]\nenabled = true\nnever = [\"https://bank.example/\"]\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:3:", "intercept.never", "bank.example");
+    rejected!(intercept_empty_ca_dir, "[intercept]\nca_dir = \"\"\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "intercept.ca_dir");
+    rejected!(intercept_unknown_key, "[intercept]\nenable = true\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "intercept.enable");
+    rejected!(unknown_algorithm, "[profiles.x]\nrules = \"declutter\"\n\nalgorithm = \"readability\"\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:4:", "profiles.x.algorithm", "unknown algorithm \"readability\"; known: crunch");
     rejected!(retain_links_not_bool, "[profiles.x]\nrules = \"declutter\"\nretain_links = \"yes\"\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:3:", "retain_links");
+
+    #[test]
+    fn reading_profiles_carry_their_algorithm() {
+        let c = parse(concat!(
+            "[profiles.quick]\nrules = \"reader\"\nalgorithm = \"cetr\"\n",
+            "[[listener]]\naddress = \"127.0.0.1:1\"\nprofile = \"reader\"\n"
+        ))
+        .unwrap();
+        let reader = c.profiles["reader"].reader.as_ref().expect("the built-in reader profile");
+        assert_eq!(reader.algorithm, Algorithm::Pith);
+        assert!(c.profiles["reader"].stage2.is_some(), "its fallback is the declutter page");
+        assert_eq!(c.listeners[0].profile.name, "reader");
+        assert_eq!(c.profiles["quick"].reader.as_ref().map(|r| r.algorithm), Some(Algorithm::Cetr));
+        assert!(c.profiles["declutter"].reader.is_none() && c.profiles["text"].reader.is_none());
+        assert!(RuleSet::builtin("reader").is_some_and(|r| !r.is_empty()));
+    }
 
     #[test]
     fn profiles_carry_stage2_settings() {
@@ -735,6 +958,24 @@ mod tests {
     }
 
     #[test]
+    fn ad_lists_replace_the_shipped_ones_and_a_missing_file_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("mine.txt"), "||ads.mine.example^\n").unwrap();
+        let list = dir.path().join("mine.txt").display().to_string();
+        let text = format!("[filters]\nad_lists = [{list:?}]\n[[listener]]\naddress = \"127.0.0.1:1\"\n");
+        let c = parse(&text).expect("a readable list");
+        let ads = c.profiles["declutter"].stage2.as_ref().and_then(|s| s.ads.clone()).expect("configured lists");
+        assert!(ads.is_blocked("https://ads.mine.example/x", "https://page.example/", crate::html::ads::RequestKind::Link));
+        assert!(!ads.is_blocked("https://ad.doubleclick.net/x", "https://page.example/", crate::html::ads::RequestKind::Link));
+
+        let text = "[[listener]]\naddress = \"127.0.0.1:1\"\n[filters]\nad_lists = [\"nowhere.txt\"]\n";
+        let err = parse(text).expect_err("a missing list");
+        let shown = err.to_string();
+        assert!(shown.contains("test.toml:4") && shown.contains("filters.ad_lists[0]") && shown.contains("nowhere.txt"), "{shown}");
+        assert!(parse("[[listener]]\naddress = \"127.0.0.1:1\"\n").unwrap().profiles["declutter"].stage2.as_ref().unwrap().ads.is_none());
+    }
+
+    #[test]
     fn documented_profiles_exist_without_being_spelled_out() {
         let c = parse("[[listener]]\naddress = \"127.0.0.1:0\"\n").unwrap();
         assert_eq!(c.listeners[0].profile.name, "declutter");
@@ -746,6 +987,19 @@ mod tests {
     fn lan_listener_with_allow_list_is_fine() {
         let c = parse("[[listener]]\naddress = \"0.0.0.0:8080\"\nallow = [\"192.168.1.0/24\", \"10.1.2.3\"]\n").unwrap();
         assert_eq!(c.listeners[0].allow.len(), 2);
+    }
+
+    #[test]
+    fn intercept_policy_never_wins_then_always_then_enabled() {
+        let dir = "[[listener]]\naddress = \"127.0.0.1:1\"\n";
+        let off = parse(&format!("[intercept]\nalways = [\"news.example\"]\nnever = [\"bank.news.example\"]\n{dir}")).unwrap().intercept;
+        assert!(off.is_active() && off.should_intercept("www.news.example"));
+        assert!(!off.should_intercept("bank.news.example") && !off.should_intercept("other.example"));
+        let on = parse(&format!("[intercept]\nenabled = true\nnever = [\"bank.example\"]\n{dir}")).unwrap().intercept;
+        assert!(on.should_intercept("other.example") && !on.should_intercept("www.bank.example"));
+        let default = parse(dir).unwrap().intercept;
+        assert!(!default.is_active() && !default.should_intercept("any.example"));
+        assert_eq!(default.ca_dir, PathBuf::from("certs"));
     }
 
     #[test]

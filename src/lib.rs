@@ -15,13 +15,15 @@
 //!
 //! | module | owns |
 //! |---|---|
+//! | [`cache`] | rewritten pages kept in memory (moka, bounded in bytes), fresh by RFC 9111 |
 //! | [`config`] | `proxy.toml`: raw serde mirror → validated [`config::Config`]; errors name file:line and key |
+//! | [`tls`] | HTTPS interception: the local CA, per-host leaf certificates (moka), host policy lists |
 //! | [`net`] | listeners, connections, admission, forwarding, CONNECT tunnels, the proxy's own pages |
 //! | [`body`] | content-codings: decode with a cap, encode for the client; bytes only, no HTTP types |
 //! | [`html`] | charset detection and transcoding, rule files, the streaming stage-1 rewriter |
 //! | [`dom`] | the compact arena tree built by html5ever, with per-node statistics |
 //! | [`extract`] | removers and extractors: pure functions over [`dom`] trees |
-//! | [`render`] | output forms: filtered HTML, plain text |
+//! | [`render`] | output forms: filtered HTML, plain text, the reading page |
 //! | [`pipeline`] | one whole-document transform shared by the proxy and `pith extract` |
 //!
 //! Dependencies point downstream only: `net` uses everything, `body` knows nothing of HTTP or
@@ -32,6 +34,7 @@
 #![deny(rustdoc::broken_intra_doc_links)]
 
 pub mod body;
+pub mod cache;
 pub mod config;
 pub mod dom;
 pub mod extract;
@@ -39,3 +42,4 @@ pub mod html;
 pub mod net;
 pub mod pipeline;
 pub mod render;
+pub mod tls;

@@ -28,6 +28,8 @@ enum Command {
     Serve(ServeArgs),
     /// Run the page pipeline offline over files, as the proxy would.
     Extract(ExtractArgs),
+    /// The local certificate authority for HTTPS interception.
+    Ca(CaArgs),
     /// Validate a config file; errors name the file, line and key.
     CheckConfig {
         /// The file to check.
@@ -56,6 +58,11 @@ struct ExtractArgs {
     /// Output form; defaults to the profile's own.
     #[arg(long, short)]
     format: Option<Format>,
+    /// Reading-mode extractor (pith, crunch, distribution, link-ratio, block-analysis,
+    /// density, cetr, cetr-km, ccb, info-optics, site-redundancy); turns reading mode on for
+    /// the profile. Default: the profile's (pith for `reader`).
+    #[arg(long, short)]
+    algorithm: Option<String>,
     /// Write each input NAME.html to DIR/NAME.txt (or .html) instead of standard output.
     #[arg(long, short)]
     out_dir: Option<PathBuf>,
@@ -65,6 +72,26 @@ struct ExtractArgs {
     url: Option<String>,
     /// Input files; `-` (or none) reads standard input.
     files: Vec<PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct CaArgs {
+    #[command(subcommand)]
+    action: CaAction,
+    /// Config file whose `intercept.ca_dir` names the CA folder; without it, the built-in
+    /// default (`certs/` in the working directory).
+    #[arg(long, short, global = true)]
+    config: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum CaAction {
+    /// Create the CA unless it exists; say where its certificate is and how to trust it.
+    Init,
+    /// Print the path of the CA certificate (exit 1 when it does not exist yet).
+    Path,
+    /// Print the CA certificate (PEM) to standard output. Never the key.
+    Export,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -78,6 +105,7 @@ fn main() -> ExitCode {
     let result = match cli.command.unwrap_or(Command::Serve(ServeArgs::default())) {
         Command::Serve(args) => serve(args),
         Command::Extract(args) => extract(args),
+        Command::Ca(args) => ca(args),
         Command::CheckConfig { file } => check_config(&file),
     };
     match result {
@@ -116,6 +144,34 @@ fn check_config(file: &Path) -> anyhow::Result<ExitCode> {
         }
         Err(e) => Ok(config_failure(&e)),
     }
+}
+
+fn ca(args: CaArgs) -> anyhow::Result<ExitCode> {
+    let config = match load_config(args.config.as_deref()) {
+        Ok(c) => c,
+        Err(e) => return Ok(config_failure(&e)),
+    };
+    let dir = &config.intercept.ca_dir;
+    match args.action {
+        CaAction::Init => {
+            let (ca, created) = pith::tls::Authority::load_or_create(dir)?;
+            println!("{} {}", if created { "created" } else { "exists:" }, ca.cert_path().display());
+            eprintln!("{}", pith::tls::trust_hint(ca.cert_path()));
+        }
+        CaAction::Path => {
+            let path = pith::tls::Authority::cert_path_in(dir);
+            println!("{}", path.display());
+            if !path.exists() {
+                eprintln!("pith: no CA yet; `pith ca init` creates it");
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+        CaAction::Export => {
+            let ca = pith::tls::Authority::load(dir)?;
+            std::io::stdout().write_all(ca.cert_pem().as_bytes()).context("cannot write to standard output")?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn init_logging(level: &str) {
@@ -168,6 +224,8 @@ struct Tally {
     files: usize,
     bytes: u64,
     failures: usize,
+    /// Reading mode served the declutter page instead.
+    fallbacks: usize,
 }
 
 fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
@@ -178,6 +236,13 @@ fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
     let Some(profile) = config.profiles.get(&args.profile).cloned() else {
         eprintln!("pith: unknown profile {:?}; defined: {}", args.profile, config.profiles.keys().cloned().collect::<Vec<_>>().join(", "));
         return Ok(ExitCode::from(EX_USAGE));
+    };
+    let profile = match reading_profile(&profile, args.algorithm.as_deref()) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("pith: --algorithm: {e}");
+            return Ok(ExitCode::from(EX_USAGE));
+        }
     };
     let output = match args.format {
         Some(Format::Html) => Output::Html,
@@ -190,6 +255,7 @@ fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
     let files = if args.files.is_empty() { vec![PathBuf::from("-")] } else { args.files };
     let progress = files.len() > 1 && std::io::stderr().is_terminal();
     let start = Instant::now();
+    learn_sites(&profile, &files, args.url.as_deref());
     let mut tally = Tally::default();
     for (i, file) in files.iter().enumerate() {
         if progress {
@@ -197,7 +263,10 @@ fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
         }
         tally.files += 1;
         match extract_one(file, &profile, output, args.out_dir.as_deref(), args.url.as_deref()) {
-            Ok(n) => tally.bytes += n,
+            Ok((n, fell_back)) => {
+                tally.bytes += n;
+                tally.fallbacks += usize::from(fell_back);
+            }
             Err(e) => {
                 tally.failures += 1;
                 eprintln!("{}pith: {}: {e:#}", if progress { "\r\x1b[K" } else { "" }, file.display());
@@ -209,19 +278,60 @@ fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
     }
     let secs = start.elapsed().as_secs_f64();
     eprintln!(
-        "pith: {} files, {:.1} MB, {:.2} s ({:.0} files/s, {:.1} MB/s), {} failures",
+        "pith: {} files, {:.1} MB, {:.2} s ({:.0} files/s, {:.1} MB/s), {} failures{}",
         tally.files,
         tally.bytes as f64 / 1e6,
         secs,
         tally.files as f64 / secs.max(1e-9),
         tally.bytes as f64 / 1e6 / secs.max(1e-9),
-        tally.failures
+        tally.failures,
+        match profile.reader {
+            Some(_) => format!(", {} reading-mode fallbacks", tally.fallbacks),
+            None => String::new(),
+        }
     );
     Ok(if tally.failures == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
-/// Runs one input through the pipeline; returns the input size.
-fn extract_one(file: &Path, profile: &pipeline::Profile, output: Output, out_dir: Option<&Path>, url: Option<&str>) -> anyhow::Result<u64> {
+/// The profile with `--algorithm` applied: reading mode with that extractor. `pith extract`
+/// learns from all its inputs before extracting ([`learn_sites`]), so pages are not learnt
+/// again one by one.
+fn reading_profile(profile: &pipeline::Profile, algorithm: Option<&str>) -> Result<pipeline::Profile, pith::extract::algorithm::UnknownAlgorithm> {
+    let mut profile = profile.clone();
+    let base = profile.reader.as_deref().cloned();
+    let algorithm = match algorithm {
+        Some(name) => Some(name.parse()?),
+        None => base.as_ref().map(|r| r.algorithm),
+    };
+    if let Some(algorithm) = algorithm {
+        let reader = pipeline::Reader { algorithm, learn: false, ..base.unwrap_or_default() };
+        if profile.stage2.is_none() {
+            profile = profile.with_stage2(pipeline::Stage2::default());
+        }
+        profile = profile.with_reader(reader);
+    }
+    Ok(profile)
+}
+
+/// For the site-redundancy extractor: learns every input page under its host (`--url`'s, else
+/// the page's canonical address), so each page is judged against all the others of its site.
+fn learn_sites(profile: &pipeline::Profile, files: &[PathBuf], url: Option<&str>) {
+    let uses_memory = profile.reader.as_ref().is_some_and(|r| r.algorithm == pith::extract::algorithm::Algorithm::SiteRedundancy)
+        || profile.stage2.as_ref().is_some_and(|s| s.sites.rules().iter().any(|r| r.algorithm == Some(pith::extract::algorithm::Algorithm::SiteRedundancy)));
+    if !uses_memory {
+        return;
+    }
+    for file in files.iter().filter(|f| *f != Path::new("-")) {
+        if let Ok(input) = std::fs::read(file) {
+            // A page that cannot be learnt is still extracted (and its error reported) below.
+            let _ = pipeline::learn(profile, &input, None, url);
+        }
+    }
+}
+
+/// Runs one input through the pipeline; returns the input size and whether reading mode fell
+/// back to the declutter page.
+fn extract_one(file: &Path, profile: &pipeline::Profile, output: Output, out_dir: Option<&Path>, url: Option<&str>) -> anyhow::Result<(u64, bool)> {
     let input = if file == Path::new("-") {
         let mut buf = Vec::new();
         std::io::stdin().read_to_end(&mut buf).context("cannot read standard input")?;
@@ -230,6 +340,7 @@ fn extract_one(file: &Path, profile: &pipeline::Profile, output: Output, out_dir
         std::fs::read(file).context("cannot read the file")?
     };
     let page = pipeline::process(profile, &input, None, output, url)?;
+    let fell_back = page.reading.as_ref().is_some_and(|r| r.fallback.is_some());
     match out_dir {
         None => std::io::stdout().write_all(&page.body).context("cannot write to standard output")?,
         Some(dir) => {
@@ -239,5 +350,5 @@ fn extract_one(file: &Path, profile: &pipeline::Profile, output: Output, out_dir
             std::fs::write(&path, &page.body).with_context(|| format!("cannot write {}", path.display()))?;
         }
     }
-    Ok(input.len() as u64)
+    Ok((input.len() as u64, fell_back))
 }

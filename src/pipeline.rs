@@ -10,13 +10,26 @@
 //! the filtered page into a [`Tree`], run the removers ([`crate::extract::declutter`]) with the
 //! settings of the profile and the page's site rule, and render the requested [`Output`]. A
 //! profile without stage 2 serves the stage-1 page (its text form still goes through a tree).
+//!
+//! A profile with a [`Reader`] runs reading mode instead of the removers: the page's metadata
+//! is read ([`crate::extract::meta`]), the extractor chosen by the site rule or the profile
+//! ([`Algorithm`]) leaves the main content, and the reading page is rendered
+//! ([`crate::render::reader`]). When the extractor leaves no clear main content (see
+//! [`judge`]), the declutter page is served instead, with a note on the page and in the
+//! [`Page::fallback_header`].
 
 use std::sync::Arc;
 
 use crate::dom::Tree;
+use crate::extract::algorithm::Algorithm;
 use crate::extract::declutter::{self, Outcome};
+use crate::extract::meta::{self, Meta};
+use crate::extract::site_redundancy::SiteMemory;
 use crate::extract::sites::SiteRules;
-use crate::extract::{retainer, url_host, Context, Options, Removal, Settings};
+use crate::extract::{
+    document_base, kept_stats, non_link_chars, retainer, url_host, Context, Options, Removal,
+    Settings,
+};
 use crate::html::ads::AdFilter;
 use crate::html::charset::{self, CharsetSource};
 use crate::html::rules::RuleSet;
@@ -41,8 +54,30 @@ pub struct Profile {
     /// The form served.
     pub output: Output,
     /// Stage 2 (the removers on a tree), `None` for a profile that serves the stage-1 page.
+    /// A reading profile uses it for the `crunch` algorithm and for its fallback page.
     pub stage2: Option<Arc<Stage2>>,
+    /// Reading mode: the main content alone, in the reading page. `None` for other profiles.
+    pub reader: Option<Arc<Reader>>,
     pass: bool,
+}
+
+/// A profile's reading mode: which extractor, and what the site-redundancy extractor has
+/// learnt. Shared (`Arc`) because it is built once from the config and learns across requests.
+#[derive(Debug, Clone)]
+pub struct Reader {
+    /// The extractor used where no site rule names another.
+    pub algorithm: Algorithm,
+    /// What the site-redundancy extractor has learnt of each site's template; bounded.
+    pub memory: Arc<SiteMemory>,
+    /// Whether each page served is learnt from before it is extracted (the proxy); `pith
+    /// extract` learns from all its inputs first ([`learn`]) and turns this off.
+    pub learn: bool,
+}
+
+impl Default for Reader {
+    fn default() -> Self {
+        Reader { algorithm: Algorithm::default(), memory: Arc::default(), learn: true }
+    }
 }
 
 /// A profile's stage 2: what it asks of the removers, and the site rules that refine that per
@@ -53,12 +88,21 @@ pub struct Stage2 {
     pub options: Options,
     /// Per-site rules, looked up by the page's host.
     pub sites: Arc<SiteRules>,
+    /// The ad matcher from the config's `filters.ad_lists`; `None` means the lists shipped in
+    /// the binary ([`AdFilter::builtin`]).
+    pub ads: Option<Arc<AdFilter>>,
 }
 
 impl Profile {
     /// A named profile without stage 2.
     pub fn new(name: &str, rules: Arc<RuleSet>, output: Output) -> Profile {
-        Profile { name: name.to_string(), rules, output, stage2: None, pass: false }
+        Profile { name: name.to_string(), rules, output, stage2: None, reader: None, pass: false }
+    }
+
+    /// The profile in reading mode, as `reader` says.
+    pub fn with_reader(mut self, reader: Reader) -> Profile {
+        self.reader = Some(Arc::new(reader));
+        self
     }
 
     /// The profile with stage 2 run as `stage2` says.
@@ -69,7 +113,7 @@ impl Profile {
 
     /// The built-in `pass` profile: responses are forwarded untouched.
     pub fn pass() -> Profile {
-        Profile { name: "pass".to_string(), rules: Arc::new(RuleSet::empty()), output: Output::Html, stage2: None, pass: true }
+        Profile { name: "pass".to_string(), rules: Arc::new(RuleSet::empty()), output: Output::Html, stage2: None, reader: None, pass: true }
     }
 
     /// True for `pass`: the proxy never buffers or rewrites for it.
@@ -91,8 +135,78 @@ pub struct Page {
     pub charset_source: CharsetSource,
     /// The source charset's name.
     pub charset: &'static str,
-    /// What stage 2 removed; `None` when the profile has no stage 2.
+    /// What stage 2 removed; `None` when the profile has no stage 2 (or reading mode used
+    /// an extractor other than the removers and did not fall back).
     pub removal: Option<Removal>,
+    /// What reading mode did; `None` for other profiles.
+    pub reading: Option<Reading>,
+}
+
+impl Page {
+    /// The value of the proxy's `x-pith-fallback` header: set when reading mode served the
+    /// declutter page, or when the removers' safety net served a gentler preset.
+    pub fn fallback_header(&self) -> Option<String> {
+        let reading = self.reading.as_ref().and_then(|r| r.fallback.as_ref()).map(ToString::to_string);
+        reading.or_else(|| self.removal.as_ref().and_then(|r| r.fallback).map(|f| f.to_string()))
+    }
+}
+
+/// What reading mode did with one page.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reading {
+    /// The extractor that ran (the site rule's or the profile's).
+    pub algorithm: Algorithm,
+    /// Set when the extractor left no clear main content and the declutter page was served.
+    pub fallback: Option<NoMainContent>,
+    /// The page's metadata.
+    pub meta: Meta,
+}
+
+/// The extractor's result was judged not to be a page's main content ([`judge`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NoMainContent {
+    /// The extractor whose result was rejected.
+    pub algorithm: Algorithm,
+    /// Characters of text outside links it kept.
+    pub non_link_chars: u32,
+    /// The share of the kept text that is link text.
+    pub link_share: f64,
+}
+
+impl std::fmt::Display for NoMainContent {
+    /// E.g. `declutter; pith kept 120 characters of non-link text, 64% links`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "declutter; {} kept {} characters of non-link text, {:.0}% links",
+            self.algorithm,
+            self.non_link_chars,
+            self.link_share * 100.0
+        )
+    }
+}
+
+/// Fewer characters of non-link text than this is not an article: about 40 words, shorter
+/// than the lead paragraph of any news story, blog post or documentation page.
+pub const MIN_CONTENT_CHARS: u32 = 250;
+
+/// A result whose text is more than this share link text is a list of links (a home page, a
+/// portal, search results), which the declutter page shows better than a reading page.
+pub const MAX_LINK_SHARE: f64 = 0.5;
+
+/// Whether an extractor's result (the kept part of `tree`) is a page's main content: enough
+/// text outside links ([`MIN_CONTENT_CHARS`]), and not mostly links ([`MAX_LINK_SHARE`]). Both
+/// come from the kept tree's statistics, so the test costs one linear pass.
+pub fn judge(tree: &Tree, algorithm: Algorithm) -> Option<NoMainContent> {
+    let body = tree.body()?;
+    let kept = kept_stats(tree)[body.index()];
+    let text = non_link_chars(&kept);
+    let link_share = match kept.text_chars {
+        0 => 0.0,
+        all => f64::from(kept.link_text_chars) / f64::from(all),
+    };
+    let verdict = NoMainContent { algorithm, non_link_chars: text, link_share };
+    (text < MIN_CONTENT_CHARS || link_share > MAX_LINK_SHARE).then_some(verdict)
 }
 
 /// Why a document could not be transformed.
@@ -128,21 +242,25 @@ pub fn process(
     let utf8 = charset::to_utf8(doc, detected.encoding);
     // Even with no rules the rewriter runs: it re-declares the charset as UTF-8.
     let (html, stats) = stage1::rewrite(&profile.rules, &utf8)?;
-    let (body, removal) = match &profile.stage2 {
-        None if output == Output::Html => (html, None),
+    let (body, removal, reading) = match (&profile.stage2, &profile.reader) {
+        (None, None) if output == Output::Html => (html, None, None),
         _ => {
             // The tree stops at `dom::MAX_DEPTH` (html5ever is quadratic on deep nesting), so
             // a deeper page cannot be judged or rendered whole from it: the HTML form falls
             // back to the stage-1 page, the text form is refused rather than cut short.
             let tree = Tree::parse(&html);
-            match (tree.is_truncated(), &profile.stage2) {
-                (true, _) if output == Output::Html => (html, None),
-                (true, _) => return Err(PipelineError::TooDeep { depth: crate::dom::MAX_DEPTH }),
-                (false, Some(stage2)) => {
-                    let (body, removal) = declutter_page(tree, stage2, output, page_url);
-                    (body, Some(removal))
+            match (tree.is_truncated(), &profile.reader, &profile.stage2) {
+                (true, ..) if output == Output::Html => (html, None, None),
+                (true, ..) => return Err(PipelineError::TooDeep { depth: crate::dom::MAX_DEPTH }),
+                (false, Some(reader), stage2) => {
+                    let (body, removal, reading) = reading_page(tree, &html, reader, stage2.as_deref(), output, page_url);
+                    (body, removal, Some(reading))
                 }
-                (false, None) => (crate::render::text::render(&tree), None),
+                (false, None, Some(stage2)) => {
+                    let (body, removal) = declutter_page(tree, stage2, output, page_url);
+                    (body, Some(removal), None)
+                }
+                (false, None, None) => (crate::render::text::render(&tree), None, None),
             }
         }
     };
@@ -157,19 +275,110 @@ pub fn process(
         charset_source: detected.source,
         charset: detected.encoding.name(),
         removal,
+        reading,
     })
+}
+
+/// Reading mode over a parsed stage-1 page: metadata, extraction, judgement, then the reading
+/// page, or the declutter page when the extractor left no clear main content.
+fn reading_page(
+    mut tree: Tree,
+    html: &str,
+    reader: &Reader,
+    stage2: Option<&Stage2>,
+    output: Output,
+    page_url: Option<&str>,
+) -> (String, Option<Removal>, Reading) {
+    let (meta, host) = prepare(&mut tree, page_url);
+    let site = host.as_deref().zip(stage2).and_then(|(host, s)| s.sites.for_host(host));
+    let algorithm = site.and_then(|s| s.algorithm).unwrap_or(reader.algorithm);
+    let mut removal = None;
+    match algorithm {
+        Algorithm::Crunch => removal = stage2.map(|s| run_removers(&mut tree, s, page_url).removal),
+        _ => {
+            if let (Algorithm::SiteRedundancy, true, Some(host)) = (algorithm, reader.learn, &host) {
+                reader.memory.learn(host, &tree);
+            }
+            algorithm.run(&mut tree, Some(&reader.memory), host.as_deref());
+        }
+    }
+    let fallback = judge(&tree, algorithm);
+    if let Some(verdict) = fallback {
+        // The page as stage 1 left it, judged by the removers instead.
+        let mut fresh = Tree::parse(html);
+        strip_scripts(&mut fresh);
+        let (body, removal) = match stage2 {
+            Some(stage2) => {
+                let (body, removal) = declutter_page(fresh, stage2, output, page_url);
+                (body, Some(removal))
+            }
+            None if output == Output::Text => (crate::render::text::render(&fresh), None),
+            None => (crate::render::html::render(&fresh), None),
+        };
+        let body = match output {
+            Output::Html => crate::render::reader::insert_note(body, FALLBACK_NOTE),
+            Output::Text => body,
+        };
+        return (body, removal, Reading { algorithm, fallback: Some(verdict), meta });
+    }
+    let body = match output {
+        Output::Text => crate::render::reader::render_text(&mut tree, &meta),
+        Output::Html => {
+            let original = page_url.or(meta.canonical.as_deref());
+            let base = document_base(&tree, original);
+            let page = crate::render::reader::Page { meta: &meta, base: base.as_deref(), original };
+            crate::render::reader::render(&mut tree, &page)
+        }
+    };
+    (body, removal, Reading { algorithm, fallback: None, meta })
+}
+
+/// The note on a declutter page served in place of a reading page.
+pub const FALLBACK_NOTE: &str =
+    "Reading mode found no clear main content on this page (it may be a home page, a list of links or search results), so this is the whole page, de-cluttered.";
+
+/// Reads the metadata of a parsed reading-mode page, then removes its scripts (the reader
+/// rules keep JSON-LD for the metadata; nothing script-like reaches an extractor or the page).
+/// Returns the metadata and the page's host: the page URL's, else the canonical address's.
+fn prepare(tree: &mut Tree, page_url: Option<&str>) -> (Meta, Option<String>) {
+    let meta = meta::extract(tree, page_url);
+    strip_scripts(tree);
+    let host = page_url.and_then(url_host).or_else(|| meta.canonical.as_deref().and_then(url_host));
+    (meta, host)
+}
+
+fn strip_scripts(tree: &mut Tree) {
+    let scripts: Vec<_> = tree.descendants(tree.root()).filter(|&id| tree.tag(id) == Some("script")).collect();
+    for id in scripts {
+        tree.remove(id);
+    }
+}
+
+/// Learns one page for the site-redundancy extractor of a reading profile, as `pith extract`
+/// does with all its inputs before extracting any: decode, stage 1, parse, then
+/// [`SiteMemory::learn`] under the page's host (`page_url`'s, else its canonical address's).
+/// Returns the host learnt under; `None` when the profile has no reading mode, the page is too
+/// deep to parse whole, or no host is known.
+pub fn learn(profile: &Profile, doc: &[u8], content_type: Option<&str>, page_url: Option<&str>) -> Result<Option<String>, PipelineError> {
+    let Some(reader) = &profile.reader else { return Ok(None) };
+    let detected = charset::detect(content_type, doc);
+    let utf8 = charset::to_utf8(doc, detected.encoding);
+    let (html, _) = stage1::rewrite(&profile.rules, &utf8)?;
+    let mut tree = Tree::parse(&html);
+    if tree.is_truncated() {
+        return Ok(None);
+    }
+    let (_, host) = prepare(&mut tree, page_url);
+    if let Some(host) = &host {
+        reader.memory.learn(host, &tree);
+    }
+    Ok(host)
 }
 
 /// Stage 2 over a stage-1 page: parse, remove, render (with the "Removed links" section when
 /// the retainer is on).
 fn declutter_page(mut tree: Tree, stage2: &Stage2, output: Output, page_url: Option<&str>) -> (String, Removal) {
-    let host = page_url.and_then(url_host);
-    let site = host.and_then(|host| stage2.sites.for_host(&host));
-    let settings = Settings::resolve(&stage2.options, site);
-    // The shipped lists, parsed once per process on first use.
-    let filter = settings.ads.then(AdFilter::builtin);
-    let ctx = Context { page_url, ads: filter.as_deref(), site };
-    let Outcome { removal, retained } = declutter::run(&mut tree, &settings, &ctx);
+    let Outcome { removal, retained } = run_removers(&mut tree, stage2, page_url);
     let body = match output {
         Output::Html => {
             let page = crate::render::html::render(&tree);
@@ -182,6 +391,17 @@ fn declutter_page(mut tree: Tree, stage2: &Stage2, output: Output, page_url: Opt
         }
     };
     (body, removal)
+}
+
+/// The removers with the settings of the profile and the page's site rule.
+fn run_removers(tree: &mut Tree, stage2: &Stage2, page_url: Option<&str>) -> Outcome {
+    let host = page_url.and_then(url_host);
+    let site = host.and_then(|host| stage2.sites.for_host(&host));
+    let settings = Settings::resolve(&stage2.options, site);
+    // The shipped lists, parsed once per process on first use.
+    let filter = settings.ads.then(|| stage2.ads.clone().unwrap_or_else(AdFilter::builtin));
+    let ctx = Context { page_url, ads: filter.as_deref(), site };
+    declutter::run(tree, &settings, &ctx)
 }
 
 #[cfg(test)]
@@ -198,6 +418,80 @@ mod tests {
         "<p>A paragraph of real article text, long enough to be what the page is about, and then some more words.</p>",
         "<script>track()</script></body></html>"
     );
+
+    fn reader(output: Output, algorithm: Algorithm) -> Profile {
+        let rules = RuleSet::builtin("reader").expect("the built-in reader rules parse");
+        let reader = Reader { algorithm, ..Reader::default() };
+        Profile::new("reader", Arc::new(rules), output).with_stage2(Stage2::default()).with_reader(reader)
+    }
+
+    fn read(profile: &Profile, doc: &str, url: Option<&str>) -> (String, Reading) {
+        let page = process(profile, doc.as_bytes(), None, profile.output, url).expect("page");
+        (String::from_utf8(page.body).expect("utf-8"), page.reading.expect("reading mode ran"))
+    }
+
+    const PROSE: &str = "A paragraph of real article text, long enough to be what the page is about, and then some more words to make it so. ";
+
+    #[test]
+    fn judge_wants_enough_text_and_not_mostly_links() {
+        let article = Tree::parse(&format!("<p>{}</p><a href=/x>one link</a>", PROSE.repeat(3)));
+        assert_eq!(judge(&article, Algorithm::Pith), None);
+        let short = Tree::parse(&format!("<p>{PROSE}</p>"));
+        let verdict = judge(&short, Algorithm::Cetr).expect("too little text");
+        assert_eq!((verdict.algorithm, verdict.non_link_chars), (Algorithm::Cetr, PROSE.trim().len() as u32));
+        let links = format!("<p>{}</p><ul>{}</ul>", PROSE.repeat(3), "<li><a href=/x>a link with a long title here</a></li>".repeat(20));
+        let verdict = judge(&Tree::parse(&links), Algorithm::Pith).expect("mostly links");
+        assert!(verdict.link_share > 0.5, "{verdict:?}");
+        assert!(verdict.to_string().starts_with("declutter; pith kept "), "{verdict}");
+        let mut emptied = Tree::parse(&format!("<p>{}</p>", PROSE.repeat(3)));
+        let p = emptied.descendants(emptied.root()).find(|&id| emptied.tag(id) == Some("p")).expect("p");
+        emptied.remove(p);
+        assert!(judge(&emptied, Algorithm::Pith).is_some(), "kept statistics, not parsed ones");
+    }
+
+    #[test]
+    fn reading_mode_with_the_removers_renders_the_reading_page() {
+        let doc = format!(
+            "<html lang=en><head><title>Story | Site</title><script type=application/ld+json>{{\"datePublished\":\"2024-01-02\"}}</script></head>\
+             <body><ul><li><a href=/a>Home</a><li><a href=/b>World</a></ul><h1>Story</h1><p>{prose}</p><p><a href=more>more</a></p></body></html>",
+            prose = PROSE.repeat(3)
+        );
+        let (html, reading) = read(&reader(Output::Html, Algorithm::Crunch), &doc, Some("https://e.example/s/1"));
+        assert_eq!((reading.algorithm, reading.fallback), (Algorithm::Crunch, None));
+        assert_eq!(reading.meta.published.as_deref(), Some("2024-01-02"), "JSON-LD survives stage 1");
+        assert!(html.contains("<header><h1>Story</h1>") && html.contains("<main><p>A paragraph"), "{html}");
+        assert!(html.contains("href=\"https://e.example/s/more\""), "{html}");
+        assert!(!html.contains("Home") && !html.contains("<script") && !html.contains("datePublished"), "{html}");
+        let (text, _) = read(&reader(Output::Text, Algorithm::Crunch), &doc, None);
+        assert!(text.starts_with("Story\nA paragraph"), "{text}");
+    }
+
+    #[test]
+    fn no_clear_main_content_serves_the_declutter_page_with_a_note() {
+        // The removers take the list of links as navigation: what is left is short.
+        let doc = format!("<body><h1>Portal</h1><ul>{}</ul></body>", "<li><a href=/x>Another story title on the portal</a></li>".repeat(12));
+        let profile = reader(Output::Html, Algorithm::Crunch);
+        let page = process(&profile, doc.as_bytes(), None, Output::Html, None).expect("page");
+        let header = page.fallback_header().expect("x-pith-fallback");
+        assert!(header.starts_with("declutter; crunch kept "), "{header}");
+        let html = String::from_utf8(page.body).expect("utf-8");
+        assert!(html.contains(&format!("<body><p role=\"note\">{FALLBACK_NOTE}</p>")), "{html}");
+        let text = process(&reader(Output::Text, Algorithm::Crunch), doc.as_bytes(), None, Output::Text, None).expect("page");
+        let text = String::from_utf8(text.body).expect("utf-8");
+        assert!(text.starts_with("Portal\n") && !text.contains("Reading mode"), "the declutter text: {text}");
+    }
+
+    #[test]
+    fn a_site_rule_chooses_the_algorithm() {
+        let dir = tempfile::tempdir().expect("temporary folder");
+        std::fs::write(dir.path().join("e.rules"), "site e.example\nalgorithm crunch\n").expect("write the rule");
+        let sites = Arc::new(SiteRules::parse_dir(dir.path()).expect("valid rule"));
+        let mut profile = reader(Output::Text, Algorithm::Pith);
+        profile = profile.with_stage2(Stage2 { sites, ..Stage2::default() });
+        let doc = format!("<p>{}</p>", PROSE.repeat(3));
+        assert_eq!(read(&profile, &doc, Some("https://www.e.example/")).1.algorithm, Algorithm::Crunch);
+        assert_eq!(read(&profile, &doc, Some("https://other.example/")).1.algorithm, Algorithm::Pith);
+    }
 
     #[test]
     fn too_deep_pages_fall_back_whole_or_are_refused() {

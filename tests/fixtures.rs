@@ -1,7 +1,10 @@
 //! Fixture pages through the declutter pipeline: every `tests/fixtures/NAME.src.html` is run
 //! through stage 1 and stage 2 (the built-in `declutter` profile, page URL
 //! `https://news.example/section/page`) and compared with `NAME.expected.html`. Pages whose
-//! name starts with `retain-` run with the removed-link retainer on.
+//! name starts with `retain-` run with the removed-link retainer on; pages whose name starts
+//! with `reader-` run through the built-in `reader` profile (reading mode) with the `crunch`
+//! extractor, so that they test the reading page and its fallback, not an extractor that is
+//! still being tuned.
 //!
 //! On a mismatch the test prints the first differing lines of every failing page. To accept new
 //! output after a deliberate change, run with `PITH_BLESS=1` and review the diff of the
@@ -12,7 +15,8 @@ use std::sync::Arc;
 
 use pith::config::Config;
 use pith::extract::Options;
-use pith::pipeline::{self, Output, Profile, Stage2};
+use pith::extract::algorithm::Algorithm;
+use pith::pipeline::{self, Output, Profile, Reader, Stage2};
 
 const PAGE_URL: &str = "https://news.example/section/page";
 
@@ -39,7 +43,7 @@ fn profile_for(name: &str, declutter: &Profile) -> Profile {
             retain_links: Some(true),
             ..Options::default()
         };
-        profile = profile.with_stage2(Stage2 { options, sites });
+        profile = profile.with_stage2(Stage2 { options, sites, ads: None });
     }
     profile
 }
@@ -69,6 +73,7 @@ fn diff(expected: &str, actual: &str) -> String {
 fn fixture_pages_match_their_expected_output() {
     let config = Config::embedded_default().expect("the built-in config is valid");
     let declutter = Arc::clone(&config.profiles["declutter"]);
+    let reader = Arc::clone(&config.profiles["reader"]);
     let bless = std::env::var_os("PITH_BLESS").is_some();
     let pages = fixtures();
     assert!(!pages.is_empty(), "no fixture pages found");
@@ -80,7 +85,13 @@ fn fixture_pages_match_their_expected_output() {
             .unwrap_or_default();
         let name = file.trim_end_matches(".src.html").to_string();
         let input = std::fs::read(src).expect("read the fixture");
-        let profile = profile_for(&name, &declutter);
+        let profile = match name.starts_with("reader-") {
+            true => reader.as_ref().clone().with_reader(Reader {
+                algorithm: Algorithm::Crunch,
+                ..Reader::default()
+            }),
+            false => profile_for(&name, &declutter),
+        };
         let page = pipeline::process(&profile, &input, None, Output::Html, Some(PAGE_URL))
             .expect("the pipeline runs");
         let actual = String::from_utf8(page.body).expect("UTF-8 output");
@@ -129,6 +140,7 @@ fn a_site_rule_that_takes_the_article_falls_back() {
         .with_stage2(Stage2 {
             options: Options::default(),
             sites,
+            ads: None,
         });
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/news-article.src.html");
     let input = std::fs::read(src).expect("read the fixture");

@@ -4,12 +4,17 @@
 mod common;
 
 mod access;
+mod cache;
 mod charset;
 mod codings;
 mod connect;
+mod deny;
 mod errors;
 mod extract;
+mod faults;
 mod fixtures;
+mod intercept;
 mod profiles;
 mod proxy;
+mod reader;
 mod shutdown;

@@ -37,6 +37,7 @@ pub mod site_redundancy;
 pub mod empty;
 pub mod landmarks;
 pub mod linklist;
+pub mod meta;
 pub mod presets;
 pub mod prose;
 pub mod retainer;
@@ -242,6 +243,26 @@ pub struct Removal {
     pub fallback: Option<Fallback>,
 }
 
+impl Removal {
+    /// The stage-2 part of the proxy's `x-pith` header: the preset served and what each
+    /// remover took, e.g. `preset=automatic; ads=2; landmarks=3; link-lists=7; empty=1;
+    /// kept-chars=4210/9800`, so a user can see why a page looks as it does.
+    pub fn summary(&self) -> String {
+        format!(
+            "preset={}; site={}; ads={}; landmarks={}; link-lists={}; empty={}; links-retained={}; kept-chars={}/{}",
+            self.preset.map_or("none", PresetName::as_str),
+            self.site,
+            self.ads,
+            self.landmarks,
+            self.link_lists,
+            self.empty,
+            self.links_retained,
+            self.kept_chars,
+            self.page_chars
+        )
+    }
+}
+
 /// The safety net fired: the preset tried first left too little of the page's text.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Fallback {
@@ -318,16 +339,21 @@ pub fn non_link_chars(stats: &NodeStats) -> u32 {
 /// `<base href>`.
 pub fn document_base(tree: &Tree, page_url: Option<&str>) -> Option<String> {
     let page = page_url.and_then(|url| Url::parse(url.trim()).ok());
-    let base_href = tree.head().and_then(|head| {
-        tree.descendants(head)
-            .filter(|&id| tree.tag(id) == Some("base"))
-            .find_map(|id| tree.attr(id, "href"))
-    });
-    let from_base = base_href.and_then(|href| match &page {
+    base_url(tree, page.as_ref()).map(String::from)
+}
+
+/// [`document_base`] for callers that hold parsed URLs: the first `<base href>` of the
+/// document in tree order (as HTML freezes it), resolved against `page`, else `page`.
+pub fn base_url(tree: &Tree, page: Option<&Url>) -> Option<Url> {
+    let href = tree
+        .descendants(tree.root())
+        .filter(|&id| tree.element(id).is_some_and(|e| e.ns == crate::dom::Ns::Html && &*e.name == "base"))
+        .find_map(|id| tree.attr(id, "href"));
+    let from_base = href.and_then(|href| match page {
         Some(page) => page.join(href.trim()).ok(),
         None => Url::parse(href.trim()).ok(),
     });
-    from_base.or(page).map(String::from)
+    from_base.or_else(|| page.cloned())
 }
 
 /// Resolves a link `href` against an absolute `base` URL as browsers do (the WHATWG URL

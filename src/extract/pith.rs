@@ -217,7 +217,7 @@ mod tests {
     }
 
     #[test]
-    fn share_bar_byline_caption_and_title_inside_the_article_go() {
+    fn share_bar_byline_and_title_inside_the_article_go_but_the_figure_stays() {
         let html = format!(
             "<body><article><h1>The headline</h1><p class=byline>By A. Writer</p>\
              <p>{PROSE}</p><figure><img src=a.jpg><figcaption>A caption, with credit</figcaption></figure>\
@@ -225,7 +225,8 @@ mod tests {
              <p>{PROSE}</p><h3>Related stories</h3><ul>{}</ul></article></body>",
             links(5)
         );
-        assert_eq!(extracted(&html), format!("{PROSE}\n{PROSE}\n"));
+        // The reading page keeps figures whole, caption included.
+        assert_eq!(extracted(&html), format!("{PROSE}\nA caption, with credit\n{PROSE}\n"));
     }
 
     #[test]

@@ -19,6 +19,7 @@
 //! |---|---|
 //! | `site HOST...` | the hosts the file applies to, by suffix on label boundaries: `example.com` covers `www.example.com`, not `badexample.com`. Must come first; may repeat |
 //! | `preset NAME` | a named preset ([`PRESET_NAMES`]) |
+//! | `algorithm NAME` | the reading-mode extractor for the site ([`Algorithm`]'s names) |
 //! | `set NAME VALUE` | overrides one threshold of the preset ([`SETTING_NAMES`]) |
 //! | `on NAME` / `off NAME` | switches one remover on or off ([`REMOVER_NAMES`]) |
 //! | `keep SELECTORS` | elements never removed, nor their ancestors |
@@ -33,6 +34,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::dom::select::Selector;
+
+use super::algorithm::Algorithm;
 
 /// The shipped site files, embedded so that they apply without any file on disk. A test checks
 /// that each parses and that no two claim the same host.
@@ -86,6 +89,8 @@ pub struct SiteRule {
     pub hosts: Vec<String>,
     /// The preset to start from, one of [`PRESET_NAMES`]; `None` leaves the profile's default.
     pub preset: Option<String>,
+    /// The reading-mode extractor for the site; `None` leaves the profile's.
+    pub algorithm: Option<Algorithm>,
     /// Threshold overrides, names from [`SETTING_NAMES`], in file order.
     pub overrides: Vec<(String, f64)>,
     /// Removers switched on (`true`) or off, names from [`REMOVER_NAMES`], in file order.
@@ -183,6 +188,7 @@ impl SiteRules {
         let mut rule = SiteRule {
             hosts: Vec::new(),
             preset: None,
+            algorithm: None,
             overrides: Vec::new(),
             switches: Vec::new(),
             keep: Vec::new(),
@@ -317,12 +323,13 @@ fn add_line(rule: &mut SiteRule, line: &str) -> Result<(), String> {
     match directive {
         "site" => add_hosts(rule, rest),
         "preset" => set_preset(rule, rest),
+        "algorithm" => set_algorithm(rule, rest),
         "set" => add_override(rule, rest),
         "on" | "off" => add_switch(rule, rest, directive == "on"),
         "keep" => parse_selector(rest).map(|s| rule.keep.push(s)),
         "remove" => parse_selector(rest).map(|s| rule.remove.push(s)),
         other => Err(format!(
-            "unknown directive `{other}` (expected site, preset, set, on, off, keep or remove)"
+            "unknown directive `{other}` (expected site, preset, algorithm, set, on, off, keep or remove)"
         )),
     }
 }
@@ -372,6 +379,14 @@ fn set_preset(rule: &mut SiteRule, rest: &str) -> Result<(), String> {
         ));
     }
     rule.preset = Some(rest.to_string());
+    Ok(())
+}
+
+fn set_algorithm(rule: &mut SiteRule, rest: &str) -> Result<(), String> {
+    if rule.algorithm.is_some() {
+        return Err("a file names one algorithm only".into());
+    }
+    rule.algorithm = Some(rest.parse::<Algorithm>().map_err(|e| e.to_string())?);
     Ok(())
 }
 
@@ -435,6 +450,9 @@ fn hash_rule(hash: &mut Fnv1a, rule: &SiteRule) {
     hash.write_str(&format!("site {}\n", rule.hosts.join(" ")));
     if let Some(preset) = &rule.preset {
         hash.write_str(&format!("preset {preset}\n"));
+    }
+    if let Some(algorithm) = rule.algorithm {
+        hash.write_str(&format!("algorithm {algorithm}\n"));
     }
     for (name, value) in &rule.overrides {
         hash.write_str(&format!("set {name} {value}\n"));
@@ -517,9 +535,20 @@ mod tests {
         setting_without_value: "site a.com\nset link-ratio" => "a setting name and a number";
         setting_twice: "site a.com\nset link-ratio 1\nset link-ratio 2" => "already set";
         unknown_remover: "site a.com\noff popups" => "unknown remover `popups`";
+        unknown_algorithm: "site a.com\nalgorithm readability" => "unknown algorithm \"readability\"; known: crunch";
+        two_algorithms: "site a.com\nalgorithm pith\nalgorithm cetr" => "one algorithm only";
         switched_twice: "site a.com\non ads\noff ads" => "already switched";
         keep_without_selector: "site a.com\nkeep" => "missing CSS selector";
         unsupported_selector: "site a.com\nremove div:has(.ad)" => "`:has()` is not supported";
+    }
+
+    #[test]
+    fn an_algorithm_line_names_the_extractor() {
+        let rule = parse("site a.com\nalgorithm site-redundancy\n");
+        assert_eq!(rule.algorithm, Some(Algorithm::SiteRedundancy));
+        assert_eq!(parse("site a.com\n").algorithm, None);
+        let (with, without) = (rules(&[("a", "site a.com\nalgorithm cetr\n")]), rules(&[("a", "site a.com\n")]));
+        assert_ne!(with.fingerprint(), without.fingerprint());
     }
 
     #[test]

@@ -1,13 +1,13 @@
 //! Connections: the accept loop of a listener, and the per-connection handler whose
-//! [`Handler::serve`] runs the steps of a request in order: admit, target, own page or loop
-//! check, forward, respond.
+//! `Handler::serve` runs the steps of a request in order: admit, target, own page or loop
+//! check, then cache, forward and respond ([`cached::serve`]).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use http::{header, Method, Request, Response, Uri};
+use http::{Method, Request, Response, Uri};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
@@ -18,8 +18,7 @@ use tokio::sync::{watch, Semaphore};
 
 use super::bodies::{AccessRecord, Logged, ProxyBody};
 use super::error::ProxyError;
-use super::respond::{self, Exchange};
-use super::{admit, connect, forward, own, State};
+use super::{admit, cached, connect, forward, own, State};
 use crate::config::ListenerConfig;
 
 /// One listener's accept loop.
@@ -50,7 +49,7 @@ impl Acceptor {
             match accepted {
                 Ok((stream, client)) => {
                     backoff = Duration::from_millis(5);
-                    let handler = Handler { state: self.state.clone(), listener: self.listener.clone(), client };
+                    let handler = Handler { state: self.state.clone(), listener: self.listener.clone(), client, intercepted: None };
                     let watcher = self.graceful.watcher();
                     tokio::spawn(async move {
                         serve_connection(stream, handler, watcher).await;
@@ -85,15 +84,66 @@ async fn serve_connection(stream: tokio::net::TcpStream, handler: Handler, watch
     }
 }
 
+/// Serves a decrypted, intercepted connection with `handler` (made by
+/// [`Handler::intercepting`]): HTTP/1.1 or HTTP/2, whichever the client chose by ALPN, with
+/// upgrades so WebSockets work inside the tunnel too.
+pub(super) async fn serve_intercepted<I>(io: I, handler: Handler)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let limits = &handler.state.config.limits;
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .keep_alive(true)
+        .header_read_timeout(limits.header_read_timeout)
+        .max_buf_size(limits.max_header_bytes.max(8192));
+    // HTTP/2 has no idle timeout of its own: pings find clients that vanished.
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Some(Duration::from_secs(30)))
+        .max_header_list_size(limits.max_header_bytes.max(8192) as u32);
+    let client = handler.client;
+    let service = service_fn(move |req| handler.clone().handle(req));
+    if let Err(e) = builder.serve_connection_with_upgrades(TokioIo::new(io), service).await {
+        tracing::debug!(%client, error = %e, "intercepted connection ended with an error");
+    }
+}
+
 /// Serves the requests of one client connection.
 #[derive(Clone)]
 pub struct Handler {
     state: Arc<State>,
     listener: Arc<ListenerConfig>,
     client: SocketAddr,
+    /// For a decrypted CONNECT tunnel: its target. Requests inside carry origin-form URLs
+    /// and are rebuilt as `https://` this authority; they were admitted with the CONNECT.
+    intercepted: Option<http::uri::Authority>,
 }
 
 impl Handler {
+    /// What every connection shares.
+    pub(super) fn state(&self) -> &Arc<State> {
+        &self.state
+    }
+
+    /// The client's address.
+    pub(super) fn client_addr(&self) -> SocketAddr {
+        self.client
+    }
+
+    /// A handler for the decrypted requests of a tunnel to `origin`, same client and listener.
+    pub(super) fn intercepting(&self, origin: http::uri::Authority) -> Handler {
+        Handler { intercepted: Some(origin), ..self.clone() }
+    }
+
+    /// The tunnel target, when this handler serves an intercepted connection.
+    pub(super) fn intercepted(&self) -> Option<&http::uri::Authority> {
+        self.intercepted.as_ref()
+    }
+
     /// Serves one request; every failure becomes an error page, never a dropped connection.
     async fn handle(self, req: Request<Incoming>) -> Result<Response<ProxyBody>, Infallible> {
         let mut record = AccessRecord {
@@ -123,36 +173,40 @@ impl Handler {
     /// The steps of a request. Returns the response and whether its body is the origin's
     /// own bytes streaming through (so they count as origin bytes in the log).
     async fn serve(&self, req: Request<Incoming>, record: &mut AccessRecord) -> Result<(Response<ProxyBody>, bool), ProxyError> {
-        admit::admit(&self.listener, self.client.ip(), req.headers())?;
-        if req.method() == Method::CONNECT {
-            record.action = "tunnel";
-            return Ok((connect::tunnel(&self.state, req, self.client).await?, false));
-        }
-        let Some(uri) = target(req.uri())? else {
+        let target = match &self.intercepted {
+            Some(origin) => Some(inside_tunnel(origin, &req, record)?),
+            None => {
+                admit::admit(&self.listener, self.client.ip(), req.headers())?;
+                if req.method() == Method::CONNECT {
+                    record.action = "tunnel";
+                    return Ok((connect::tunnel(self, req).await?, false));
+                }
+                target(req.uri())?
+            }
+        };
+        let Some(uri) = target else {
             record.action = "own";
-            return Ok((own::home(&self.state, req.uri().path()), false));
+            return Ok((own::serve_own(&self.state, req.uri().path()).await, false));
         };
         let host = uri.host().unwrap_or_default().trim_matches(|c| c == '[' || c == ']').to_string();
         let port = uri.port_u16().unwrap_or(if uri.scheme() == Some(&http::uri::Scheme::HTTPS) { 443 } else { 80 });
         if self.state.is_self(&host, port) {
             record.action = "own";
-            return Ok((own::home(&self.state, uri.path()), false));
+            return Ok((own::serve_own(&self.state, uri.path()).await, false));
         }
         if forward::has_passed(req.headers(), &self.state.via) {
             return Err(ProxyError::Loop { target: uri.to_string() });
         }
-        let method = req.method().clone();
-        let accept_encoding = req.headers().get(header::ACCEPT_ENCODING).cloned();
-        let via = self.state.config.upstream.send_via.then_some(&self.state.via);
-        let url = uri.to_string();
-        let req = forward::prepare(req, uri, via)?;
-        let resp = forward::send(&self.state.client, req, &host, self.state.config.upstream.response_timeout).await?;
-        let profile = &self.listener.profile;
-        let ex = Exchange { method: &method, host: &host, url: &url, accept_encoding, profile };
-        let served = respond::respond(&self.state, &ex, resp).await?;
+        if forward::is_upgrade(req.headers()) {
+            record.action = "upgrade";
+            return Ok((forward::upgrade(&self.state, req, uri, &host).await?, false));
+        }
+        let target = cached::Target { host: &host, uri, profile: &self.listener.profile };
+        let served = cached::serve(&self.state, target, req).await?;
         record.action = served.action;
         record.origin_bytes = served.origin_bytes;
-        Ok((served.response, served.action != "rewrite"))
+        // Only a pass-through streams the origin's own bytes; rewrites and kept pages do not.
+        Ok((served.response, !matches!(served.action, "rewrite" | "hit" | "revalidated")))
     }
 }
 
@@ -167,6 +221,21 @@ fn target(uri: &Uri) -> Result<Option<Uri>, ProxyError> {
         Some(other) => Err(ProxyError::BadRequest { reason: format!("pith forwards http and https URLs, not {other}:") }),
         None => Err(ProxyError::BadRequest { reason: format!("{uri} is not an absolute URL") }),
     }
+}
+
+/// The absolute `https://` URL of a request inside an intercepted tunnel to `origin`, also
+/// written to the access record. The tunnel's target wins over any authority the request
+/// names: the client's certificate check was for that host alone.
+fn inside_tunnel(origin: &http::uri::Authority, req: &Request<Incoming>, record: &mut AccessRecord) -> Result<Uri, ProxyError> {
+    if req.method() == Method::CONNECT {
+        return Err(ProxyError::BadRequest { reason: "CONNECT inside an intercepted tunnel".into() });
+    }
+    let path = req.uri().path_and_query().map_or("/", |p| p.as_str());
+    let uri: Uri = format!("https://{origin}{path}")
+        .parse()
+        .map_err(|_| ProxyError::BadRequest { reason: format!("invalid request target {path}") })?;
+    record.url = uri.to_string();
+    Ok(uri)
 }
 
 /// One log line per failure, with the client, the target and the cause chain.

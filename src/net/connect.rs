@@ -1,32 +1,53 @@
-//! CONNECT: tunnels to TLS origins.
+//! CONNECT: blind tunnels, and HTTPS interception.
 //!
-//! The tunnel is opened before the client is told `200`, so a refused or unreachable origin
-//! gets a clear 502/504 instead of a tunnel that dies at once. Bytes are then copied both
-//! ways until either side closes.
+//! A blind tunnel is opened before the client is told `200`, so a refused or unreachable
+//! origin gets a clear 502/504 instead of a tunnel that dies at once. Bytes are then copied
+//! both ways until either side closes.
 //!
-//! This is also the seam for HTTPS interception: [`should_intercept`] decides per host, and
-//! an intercepted tunnel will terminate TLS with a leaf certificate from the local CA and feed
-//! the decrypted requests to the same request path as plain HTTP. Until that exists every
-//! tunnel is a blind copy.
+//! An intercepted CONNECT ([`should_intercept`]: interception is configured and the host is
+//! not on the `never` list) is answered `200` at once, and pith looks at what the client sends
+//! first:
+//! - a TLS handshake record (first byte `0x16`): pith reads the ClientHello, takes the
+//!   certificate for its SNI name (or the CONNECT host) from the leaf cache, completes the
+//!   handshake offering HTTP/2 and HTTP/1.1, and serves the decrypted requests with the same
+//!   [`Handler`] as plain HTTP, their URLs rebuilt as `https://` the CONNECT target. The origin
+//!   is then reached through the pooled, verifying upstream client, so an unreachable or
+//!   untrusted origin is an error page inside the tunnel, where the user sees it.
+//! - anything else, or nothing within [`FIRST_BYTES_WAIT`] (a protocol where the server
+//!   speaks first): the tunnel is opened and copied blindly, the bytes already read first.
+//!   Interception never breaks what it cannot read.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use http::uri::Authority;
 use http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::bodies::{self, ProxyBody};
+use super::conn::{self, Handler};
 use super::error::ProxyError;
 use super::State;
 
-/// Whether a CONNECT to `host` should be intercepted. Always false until the local CA exists.
-pub fn should_intercept(_state: &State, _host: &str) -> bool {
-    false
+/// How long an intercepted tunnel waits for the client's first bytes before treating the
+/// connection as one where the server speaks first, and copying it blindly. A browser sends
+/// its ClientHello right after the `200`; this only has to outlast a slow link's round trip.
+pub const FIRST_BYTES_WAIT: Duration = Duration::from_secs(3);
+
+/// The first byte of a TLS handshake record (RFC 8446 §5.1, content type 22).
+const TLS_HANDSHAKE: u8 = 0x16;
+
+/// Whether a CONNECT to `host` is intercepted: the CA is loaded and the `[intercept]` policy
+/// says so.
+pub fn should_intercept(state: &State, host: &str) -> bool {
+    state.certs.is_some() && state.config.intercept.should_intercept(host)
 }
 
-/// Answers a CONNECT request by opening a tunnel to its authority.
-pub async fn tunnel(state: &State, req: Request<Incoming>, client: std::net::SocketAddr) -> Result<Response<ProxyBody>, ProxyError> {
+/// Answers a CONNECT request: a blind tunnel to its authority, or an intercepted one.
+pub async fn tunnel(handler: &Handler, req: Request<Incoming>) -> Result<Response<ProxyBody>, ProxyError> {
+    let state = handler.state();
     let authority = req.uri().authority().cloned().ok_or_else(|| ProxyError::BadRequest { reason: "CONNECT needs a host:port target".into() })?;
     let port = authority.port_u16().ok_or_else(|| ProxyError::BadRequest { reason: format!("CONNECT target {authority} has no port") })?;
     let ports = &state.config.upstream.connect_ports;
@@ -37,33 +58,193 @@ pub async fn tunnel(state: &State, req: Request<Incoming>, client: std::net::Soc
     if state.is_self(&host, port) {
         return Err(ProxyError::Loop { target: authority.to_string() });
     }
-    debug_assert!(!should_intercept(state, &host));
-    let budget = state.config.upstream.connect_timeout;
-    let upstream = match tokio::time::timeout(budget, TcpStream::connect((host.as_str(), port))).await {
-        Err(_) => return Err(ProxyError::Timeout { host, what: "accept a connection", after: budget }),
-        Ok(Err(e)) => return Err(ProxyError::Connect { host, source: Box::new(e) }),
-        Ok(Ok(stream)) => stream,
-    };
-    let _ = upstream.set_nodelay(true);
-    tokio::spawn(copy(req, upstream, authority.to_string(), client));
-    let mut resp = Response::new(bodies::full(bytes::Bytes::new()));
-    *resp.status_mut() = StatusCode::OK;
-    Ok(resp)
+    if should_intercept(state, &host) {
+        let origin = if port == 443 { authority.host().parse().unwrap_or_else(|_| authority.clone()) } else { authority.clone() };
+        spawn_intercept(req, handler.intercepting(origin), host, port);
+        return Ok(ok());
+    }
+    let upstream = open(state, &host, port).await?;
+    let client = handler.client_addr();
+    tokio::spawn(async move {
+        let Some(downstream) = upgraded(req, &authority).await else { return };
+        copy(downstream, upstream, &[], authority.to_string(), client).await;
+    });
+    Ok(ok())
 }
 
-/// Waits for hyper to hand over the client's connection, then copies both ways.
-async fn copy(req: Request<Incoming>, mut upstream: TcpStream, target: String, client: std::net::SocketAddr) {
-    let start = Instant::now();
-    let upgraded = match hyper::upgrade::on(req).await {
-        Ok(u) => u,
-        Err(e) => {
-            tracing::warn!(%client, %target, error = %e, "CONNECT upgrade failed");
-            return;
-        }
+fn ok() -> Response<ProxyBody> {
+    let mut resp = Response::new(bodies::full(bytes::Bytes::new()));
+    *resp.status_mut() = StatusCode::OK;
+    resp
+}
+
+/// Opens the TCP connection to a tunnel's target within the connect budget. The target is
+/// resolved and checked against the deny rules first, and only the checked addresses are
+/// connected to ([`resolve`](super::resolve)).
+async fn open(state: &State, host: &str, port: u16) -> Result<TcpStream, ProxyError> {
+    let budget = state.config.upstream.connect_timeout;
+    let checked = async {
+        let addrs = super::resolve::resolve(host, port, super::resolve::DenyRules::new(&state.config.upstream))
+            .await
+            .map_err(|source| ProxyError::Destination { source })?;
+        TcpStream::connect(&addrs[..]).await.map_err(|e| ProxyError::Connect { host: host.to_string(), source: Box::new(e) })
     };
-    let mut downstream = TokioIo::new(upgraded);
+    let stream = match tokio::time::timeout(budget, checked).await {
+        Err(_) => return Err(ProxyError::Timeout { host: host.to_string(), what: "accept a connection", after: budget }),
+        Ok(Err(e)) => return Err(e),
+        Ok(Ok(stream)) => stream,
+    };
+    let _ = stream.set_nodelay(true);
+    Ok(stream)
+}
+
+/// Waits for hyper to hand over the client's connection.
+async fn upgraded(req: Request<Incoming>, target: &Authority) -> Option<TokioIo<hyper::upgrade::Upgraded>> {
+    match hyper::upgrade::on(req).await {
+        Ok(u) => Some(TokioIo::new(u)),
+        Err(e) => {
+            tracing::warn!(%target, error = %e, "CONNECT upgrade failed");
+            None
+        }
+    }
+}
+
+/// Copies both ways, after sending `first` (bytes already read from the client) upstream.
+async fn copy<D>(mut downstream: D, mut upstream: TcpStream, first: &[u8], target: String, client: std::net::SocketAddr)
+where
+    D: AsyncRead + AsyncWrite + Unpin,
+{
+    let start = Instant::now();
+    if let Err(e) = upstream.write_all(first).await {
+        tracing::debug!(%client, %target, error = %e, "tunnel ended with an error");
+        return;
+    }
     match tokio::io::copy_bidirectional(&mut downstream, &mut upstream).await {
-        Ok((up, down)) => tracing::info!(target: "pith::access", %client, method = "CONNECT", url = %target, client_to_origin = up, origin_to_client = down, ms = start.elapsed().as_millis() as u64, "tunnel closed"),
+        Ok((up, down)) => tracing::info!(target: "pith::access", %client, method = "CONNECT", url = %target, client_to_origin = up + first.len() as u64, origin_to_client = down, ms = start.elapsed().as_millis() as u64, "tunnel closed"),
         Err(e) => tracing::debug!(%client, %target, error = %e, "tunnel ended with an error"),
+    }
+}
+
+/// Runs [`intercept`] on its own task. A plain function, not inline in [`tunnel`]: the task
+/// serves requests through the handler whose future contains `tunnel`'s, and proving that
+/// task `Send` inside `tunnel` itself would be a cycle for the compiler.
+fn spawn_intercept(req: Request<Incoming>, handler: Handler, host: String, port: u16) {
+    tokio::spawn(intercept(req, handler, host, port));
+}
+
+/// An intercepted tunnel: TLS is terminated and served, anything else is copied blindly.
+async fn intercept(req: Request<Incoming>, handler: Handler, host: String, port: u16) {
+    let target = handler.intercepted().map(ToString::to_string).unwrap_or_default();
+    let Some(authority) = req.uri().authority().cloned() else { return };
+    let Some(mut downstream) = upgraded(req, &authority).await else { return };
+    let mut first = [0u8; 2048];
+    let read = match tokio::time::timeout(FIRST_BYTES_WAIT, downstream.read(&mut first)).await {
+        Ok(Ok(0)) | Ok(Err(_)) => return,
+        Ok(Ok(n)) => n,
+        Err(_elapsed) => 0,
+    };
+    if read > 0 && first[0] == TLS_HANDSHAKE {
+        let io = Prefixed { prefix: bytes::Bytes::copy_from_slice(&first[..read]), inner: downstream };
+        return terminate(io, handler, &host, &target).await;
+    }
+    let client = handler.client_addr();
+    match open(handler.state(), &host, port).await {
+        Ok(upstream) => copy(downstream, upstream, &first[..read], authority.to_string(), client).await,
+        Err(e) => tracing::warn!(%client, target = %authority, reason = %e.reason(), "tunnel for non-TLS bytes failed"),
+    }
+}
+
+/// Completes the TLS handshake with a leaf for the client's SNI name, then serves the
+/// decrypted connection.
+async fn terminate<I>(io: I, handler: Handler, host: &str, target: &str)
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (state, client) = (handler.state(), handler.client_addr());
+    let Some(certs) = state.certs.clone() else { return };
+    let budget = state.config.limits.header_read_timeout;
+    let acceptor = tokio_rustls::LazyConfigAcceptor::new(rustls::server::Acceptor::default(), io);
+    let start = match tokio::time::timeout(budget, acceptor).await {
+        Ok(Ok(start)) => start,
+        Ok(Err(e)) => return tracing::debug!(%client, %target, error = %e, "not a TLS ClientHello"),
+        Err(_) => return tracing::debug!(%client, %target, "no ClientHello in time"),
+    };
+    let name = start.client_hello().server_name().map(str::to_string).unwrap_or_else(|| host.to_string());
+    let config = match certs.server_config(&name).await {
+        Ok(config) => config,
+        Err(e) => return tracing::warn!(%client, %target, error = %e, "cannot issue a certificate"),
+    };
+    let tls = match tokio::time::timeout(budget, start.into_stream(config)).await {
+        Ok(Ok(tls)) => tls,
+        Ok(Err(e)) => {
+            return tracing::warn!(%client, %target, error = %e, "TLS handshake with the client failed; does it trust pith's CA? (http://pith/ca)");
+        }
+        Err(_) => return tracing::debug!(%client, %target, "TLS handshake with the client timed out"),
+    };
+    conn::serve_intercepted(tls, handler).await;
+}
+
+/// A stream whose first reads return bytes already taken from it (the peeked ClientHello).
+struct Prefixed<S> {
+    prefix: bytes::Bytes,
+    inner: S,
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Prefixed<S> {
+    fn poll_read(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>, buf: &mut tokio::io::ReadBuf<'_>) -> std::task::Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        if this.prefix.is_empty() {
+            return std::pin::Pin::new(&mut this.inner).poll_read(cx, buf);
+        }
+        let n = this.prefix.len().min(buf.remaining());
+        buf.put_slice(&this.prefix.split_to(n));
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Prefixed<S> {
+    fn poll_write(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>, buf: &[u8]) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>, bufs: &[std::io::IoSlice<'_>]) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn prefixed_replays_then_reads_on_and_writes_through() {
+        let (near, mut far) = tokio::io::duplex(64);
+        let mut io = Prefixed { prefix: bytes::Bytes::from_static(b"\x16peeked"), inner: near };
+        far.write_all(b" rest").await.unwrap();
+        drop(far.shutdown().await);
+        let mut small = [0u8; 3];
+        io.read_exact(&mut small).await.unwrap();
+        assert_eq!(&small, b"\x16pe", "a short read takes part of the prefix");
+        let mut rest = Vec::new();
+        io.read_to_end(&mut rest).await.unwrap();
+        assert_eq!(rest, b"eked rest");
+        let (near, mut far) = tokio::io::duplex(64);
+        let mut io = Prefixed { prefix: bytes::Bytes::new(), inner: near };
+        io.write_all(b"to the client").await.unwrap();
+        let mut back = [0u8; 13];
+        far.read_exact(&mut back).await.unwrap();
+        assert_eq!(&back, b"to the client");
     }
 }

@@ -55,6 +55,13 @@ pub enum ProxyError {
         /// The refused port.
         port: u16,
     },
+    /// The target's name did not resolve, or resolved to an address a deny rule refuses.
+    #[error("{source}")]
+    Destination {
+        /// What the checked lookup found.
+        #[source]
+        source: super::resolve::ResolveError,
+    },
     /// The origin could not be reached (DNS, TCP, TLS).
     #[error("cannot connect to {host}: {}", describe(.source.as_ref()))]
     Connect {
@@ -125,6 +132,8 @@ impl ProxyError {
             | ProxyError::AuthRequired
             | ProxyError::Loop { .. }
             | ProxyError::PortNotAllowed { .. } => Side::Downstream,
+            ProxyError::Destination { source: super::resolve::ResolveError::Denied { .. } } => Side::Downstream,
+            ProxyError::Destination { .. } => Side::Upstream,
             ProxyError::Connect { .. } | ProxyError::Upstream { .. } | ProxyError::Timeout { .. } | ProxyError::Decode { .. } => {
                 Side::Upstream
             }
@@ -137,6 +146,8 @@ impl ProxyError {
         match self {
             ProxyError::BadRequest { .. } => StatusCode::BAD_REQUEST,
             ProxyError::Forbidden { .. } | ProxyError::PortNotAllowed { .. } => StatusCode::FORBIDDEN,
+            ProxyError::Destination { source: super::resolve::ResolveError::Denied { .. } } => StatusCode::FORBIDDEN,
+            ProxyError::Destination { .. } => StatusCode::BAD_GATEWAY,
             ProxyError::AuthRequired => StatusCode::PROXY_AUTHENTICATION_REQUIRED,
             ProxyError::Loop { .. } => StatusCode::LOOP_DETECTED,
             ProxyError::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,

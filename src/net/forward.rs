@@ -3,20 +3,29 @@
 //!
 //! The client keeps connections alive and pooled per origin, speaks HTTP/1.1 or HTTP/2 (by
 //! ALPN) to HTTPS origins, and always verifies their certificates against the web PKI roots
-//! plus any roots the config adds. There is no switch to turn verification off.
+//! plus any roots the config adds. There is no switch to turn verification off: a certificate
+//! that fails is an error naming the problem ([`UpstreamTlsError`]).
+//!
+//! Protocol switches (WebSocket) are the one exception to "headers are per hop": [`upgrade`]
+//! forwards `Connection: upgrade` and `Upgrade`, and when the origin answers `101` it splices
+//! the client's connection to the origin's, byte for byte.
 
+use std::error::Error as StdError;
 use std::sync::Arc;
-use std::time::Duration;
+
+use bytes::Bytes;
 
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
-use http::{Request, Response, Uri};
+use http::{Request, Response, StatusCode, Uri};
 use hyper::body::Incoming;
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 
+use super::bodies::{self, ProxyBody};
 use super::error::ProxyError;
+use super::State;
 use crate::config::UpstreamConfig;
 
 /// The pooled client every request to an origin goes through.
@@ -70,7 +79,8 @@ const HOP_BY_HOP: [HeaderName; 8] = [
 ];
 
 /// Removes hop-by-hop headers, including every header the `Connection` header names.
-/// `Upgrade` goes too: pith does not forward protocol switches yet.
+/// `Upgrade` goes too: only [`upgrade`] forwards a protocol switch, and it sets the headers
+/// itself.
 pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
     let named: Vec<HeaderName> = headers
         .get_all(header::CONNECTION)
@@ -119,13 +129,149 @@ pub fn prepare(mut req: Request<Incoming>, uri: Uri, via: Option<&HeaderValue>) 
     Ok(req)
 }
 
-/// Sends a request upstream, waiting at most `timeout` for the response head.
-pub async fn send(client: &UpstreamClient, req: Request<Incoming>, host: &str, timeout: Duration) -> Result<Response<Incoming>, ProxyError> {
+/// Sends a request upstream once its target passes the deny rules, waiting at most
+/// `cfg.response_timeout` for the response head.
+pub async fn send(client: &UpstreamClient, mut req: Request<Incoming>, host: &str, cfg: &UpstreamConfig) -> Result<Response<Incoming>, ProxyError> {
+    check_destination(&mut req, cfg).await?;
+    let timeout = cfg.response_timeout;
     match tokio::time::timeout(timeout, client.request(req)).await {
         Err(_) => Err(ProxyError::Timeout { host: host.to_string(), what: "send response headers", after: timeout }),
-        Ok(Err(e)) if e.is_connect() => Err(ProxyError::Connect { host: host.to_string(), source: Box::new(e) }),
+        Ok(Err(e)) if e.is_connect() => match find_tls_error(&e) {
+            Some(tls) => Err(ProxyError::Connect { host: host.to_string(), source: Box::new(UpstreamTlsError { host: host.to_string(), source: tls.clone() }) }),
+            None => Err(ProxyError::Connect { host: host.to_string(), source: Box::new(e) }),
+        },
         Ok(Err(e)) => Err(ProxyError::Upstream { host: host.to_string(), source: Box::new(e) }),
         Ok(Ok(resp)) => Ok(resp),
+    }
+}
+
+/// Checks every address of the request's target against the deny rules (nothing to do when
+/// there are none). A plain-HTTP request is then pinned to the first checked address (its
+/// `Host` header keeps the name), so the connector cannot resolve the name again to another
+/// address. An HTTPS request keeps its name, which TLS needs for SNI and verification, so
+/// the connector resolves it once more: a name re-pointed between the two lookups is the gap
+/// that remains there until the connector itself takes [`resolve`](super::resolve) as its
+/// resolver.
+async fn check_destination(req: &mut Request<Incoming>, cfg: &UpstreamConfig) -> Result<(), ProxyError> {
+    let rules = super::resolve::DenyRules::new(cfg);
+    if rules.is_empty() {
+        return Ok(());
+    }
+    let uri = req.uri().clone();
+    let is_https = uri.scheme() == Some(&http::uri::Scheme::HTTPS);
+    let (Some(host), Some(authority)) = (uri.host(), uri.authority()) else {
+        return Err(ProxyError::BadRequest { reason: "the request target has no host".into() });
+    };
+    let host = host.trim_matches(|c| c == '[' || c == ']');
+    let port = authority.port_u16().unwrap_or(if is_https { 443 } else { 80 });
+    let budget = cfg.connect_timeout;
+    let addrs = tokio::time::timeout(budget, super::resolve::resolve(host, port, rules))
+        .await
+        .map_err(|_| ProxyError::Timeout { host: host.to_string(), what: "resolve", after: budget })?
+        .map_err(|source| ProxyError::Destination { source })?;
+    if is_https {
+        return Ok(());
+    }
+    let mut parts = uri.into_parts();
+    parts.authority = addrs.first().and_then(|a| a.to_string().parse().ok());
+    *req.uri_mut() = Uri::from_parts(parts).map_err(|e| ProxyError::Internal { what: format!("pinning the target to its checked address: {e}") })?;
+    Ok(())
+}
+
+/// The origin's TLS failed: most often its certificate did not verify. The message says what
+/// was wrong with it, in words a user can act on.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", explain(host, source))]
+pub struct UpstreamTlsError {
+    /// The origin's host.
+    pub host: String,
+    /// rustls's verdict.
+    #[source]
+    pub source: rustls::Error,
+}
+
+fn explain(host: &str, err: &rustls::Error) -> String {
+    use rustls::CertificateError as C;
+    let why = match err {
+        rustls::Error::InvalidCertificate(C::UnknownIssuer) => "it is not signed by an authority pith trusts (self-signed, or a private CA missing from upstream.extra_root_certificates)",
+        rustls::Error::InvalidCertificate(C::Expired | C::ExpiredContext { .. }) => "it has expired",
+        rustls::Error::InvalidCertificate(C::NotValidYet | C::NotValidYetContext { .. }) => "it is not valid yet",
+        rustls::Error::InvalidCertificate(C::NotValidForName | C::NotValidForNameContext { .. }) => "it was issued for another name",
+        rustls::Error::InvalidCertificate(C::Revoked) => "it has been revoked",
+        rustls::Error::InvalidCertificate(C::BadSignature | C::BadEncoding) => "it is malformed or badly signed",
+        rustls::Error::InvalidCertificate(_) => "it failed verification",
+        _ => return format!("the TLS handshake with {host} failed: {err}"),
+    };
+    format!("the certificate of {host} is not trusted: {why} ({err}); pith never connects to a site it cannot verify")
+}
+
+/// The rustls error inside a connect failure. tokio-rustls wraps it in an `io::Error` and
+/// the HTTPS connector wraps that in another; an `io::Error`'s `source()` skips the error it
+/// wraps, so each one is opened with `get_ref` as well as followed by `source()`.
+fn find_tls_error<'a>(err: &'a (dyn StdError + 'static)) -> Option<&'a rustls::Error> {
+    let mut next = Some(err);
+    while let Some(e) = next {
+        if let Some(tls) = e.downcast_ref::<rustls::Error>() {
+            return Some(tls);
+        }
+        next = match e.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()) {
+            Some(wrapped) => Some(wrapped as &(dyn StdError + 'static)),
+            None => e.source(),
+        };
+    }
+    None
+}
+
+/// True when a request asks to switch protocols (`Connection: upgrade` with an `Upgrade`
+/// header), as a WebSocket handshake does.
+pub fn is_upgrade(headers: &HeaderMap) -> bool {
+    let names_upgrade = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|t| t.trim().eq_ignore_ascii_case("upgrade"));
+    names_upgrade && headers.contains_key(header::UPGRADE)
+}
+
+/// Forwards a protocol-switch request. When the origin answers `101 Switching Protocols`,
+/// the client gets the `101` and both connections are spliced once each side has switched;
+/// any other answer is passed through as it is.
+pub async fn upgrade(state: &State, mut req: Request<Incoming>, uri: Uri, host: &str) -> Result<Response<ProxyBody>, ProxyError> {
+    let protocol = req.headers().get(header::UPGRADE).cloned().ok_or_else(|| ProxyError::BadRequest { reason: "Upgrade header missing".into() })?;
+    let downstream = hyper::upgrade::on(&mut req);
+    let via = state.config.upstream.send_via.then_some(&state.via);
+    let mut req = prepare(req, uri, via)?;
+    req.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+    req.headers_mut().insert(header::UPGRADE, protocol);
+    let mut resp = send(&state.client, req, host, &state.config.upstream).await?;
+    let switched = resp.status() == StatusCode::SWITCHING_PROTOCOLS;
+    let upstream = switched.then(|| hyper::upgrade::on(&mut resp));
+    let (mut parts, body) = resp.into_parts();
+    let protocol = parts.headers.get(header::UPGRADE).cloned();
+    strip_hop_by_hop(&mut parts.headers);
+    add_via(&mut parts.headers, &state.via);
+    let (Some(upstream), Some(protocol)) = (upstream, protocol) else {
+        return Ok(Response::from_parts(parts, bodies::stream(body, state.config.upstream.body_idle_timeout)));
+    };
+    parts.headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+    parts.headers.insert(header::UPGRADE, protocol);
+    tokio::spawn(splice(downstream, upstream, host.to_string()));
+    Ok(Response::from_parts(parts, bodies::full(Bytes::new())))
+}
+
+/// Copies bytes both ways between the switched client and origin connections until either
+/// side closes.
+async fn splice(downstream: hyper::upgrade::OnUpgrade, upstream: hyper::upgrade::OnUpgrade, host: String) {
+    let (down, up) = tokio::join!(downstream, upstream);
+    let (Ok(down), Ok(up)) = (down, up) else {
+        tracing::debug!(%host, "a protocol switch did not complete on both sides");
+        return;
+    };
+    let (mut down, mut up) = (TokioIo::new(down), TokioIo::new(up));
+    match tokio::io::copy_bidirectional(&mut down, &mut up).await {
+        Ok((sent, received)) => tracing::debug!(%host, sent, received, "switched connection closed"),
+        Err(e) => tracing::debug!(%host, error = %e, "switched connection ended with an error"),
     }
 }
 
@@ -165,6 +311,31 @@ mod tests {
     stripped!(upgrade_and_trailer,
         [("upgrade", "websocket"), ("trailer", "x"), ("cookie", "a=b")],
         kept = ["cookie"], gone = ["upgrade", "trailer"]);
+
+    macro_rules! upgrade {
+        ($name:ident, [$($in:expr),*], $expect:expr) => {
+            #[test]
+            fn $name() {
+                assert_eq!(is_upgrade(&headers(&[$($in),*])), $expect);
+            }
+        };
+    }
+
+    upgrade!(websocket, [("connection", "Upgrade"), ("upgrade", "websocket")], true);
+    upgrade!(listed_with_keep_alive, [("connection", "keep-alive, upgrade"), ("upgrade", "websocket")], true);
+    upgrade!(no_connection_token, [("upgrade", "websocket")], false);
+    upgrade!(no_upgrade_header, [("connection", "upgrade")], false);
+
+    #[test]
+    fn tls_errors_are_found_inside_io_errors_and_named() {
+        let cert = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
+        let io = std::io::Error::other(std::io::Error::new(std::io::ErrorKind::InvalidData, cert.clone()));
+        assert_eq!(find_tls_error(&io), Some(&cert), "found through two io::Error layers, as the connector nests them");
+        let shown = UpstreamTlsError { host: "self-signed.test".into(), source: cert }.to_string();
+        assert!(shown.contains("certificate of self-signed.test is not trusted") && shown.contains("UnknownIssuer"), "{shown}");
+        let plain = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        assert_eq!(find_tls_error(&plain), None);
+    }
 
     #[test]
     fn via_loop_detection() {

@@ -5,18 +5,21 @@
 //!   [`conn::Handler`] that serves its requests one step at a time.
 //! - [`admit`]: allow list and proxy authentication.
 //! - [`forward`]: the pooled upstream client and request preparation.
+//! - [`cached`]: the cache step (lookup, single fill, revalidation), then forward and respond.
 //! - [`respond`]: classify a response, then pass it through or rewrite it.
-//! - [`connect`]: CONNECT tunnels (and the seam for interception).
+//! - [`connect`]: CONNECT: blind tunnels, and HTTPS interception with leaves from [`crate::tls`].
 //! - [`own`]: pith's own pages and error pages.
 //! - [`bodies`]: the body types served and the wrappers that time and log them.
 
 pub mod admit;
 pub mod bodies;
+pub mod cached;
 pub mod conn;
 pub mod connect;
 pub mod error;
 pub mod forward;
 pub mod own;
+pub mod resolve;
 pub mod respond;
 
 use std::future::Future;
@@ -44,6 +47,10 @@ pub struct State {
     pub via: HeaderValue,
     /// The addresses pith listens on, to recognise requests addressed to itself.
     pub own_addrs: Vec<SocketAddr>,
+    /// Rewritten pages kept for reuse; `None` when `[cache] enabled = false`.
+    pub cache: Option<crate::cache::Cache>,
+    /// Leaf certificates for intercepted hosts; `None` when `[intercept]` intercepts nothing.
+    pub certs: Option<Arc<crate::tls::LeafCache>>,
 }
 
 impl State {
@@ -74,6 +81,15 @@ pub enum StartError {
         #[source]
         source: std::io::Error,
     },
+    /// The local CA for HTTPS interception could not be loaded or created.
+    #[error("HTTPS interception: the CA in {}: {source}", .dir.display())]
+    Ca {
+        /// The CA folder.
+        dir: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: crate::tls::CaError,
+    },
 }
 
 /// The bound proxy, ready to run.
@@ -97,12 +113,14 @@ impl Proxy {
         }
         let client = forward::client(&config.upstream);
         // Parse the shipped ad lists now (about 0.2 s) rather than inside the first request.
-        if config.profiles.values().any(|p| p.stage2.is_some()) {
+        if config.profiles.values().any(|p| p.stage2.as_ref().is_some_and(|s| s.ads.is_none())) {
             let filter = crate::html::ads::AdFilter::builtin();
             tracing::debug!(rules = filter.rule_count(), "ad lists loaded");
         }
         let via = HeaderValue::from_str(&format!("1.1 pith-{:08x}", process_token())).expect("ASCII text is a valid header value");
-        let state = Arc::new(State { config: Arc::new(config), client, via, own_addrs });
+        let cache = config.cache.enabled.then(|| crate::cache::Cache::new(&config.cache, &config.profiles));
+        let certs = load_certs(&config.intercept)?;
+        let state = Arc::new(State { config: Arc::new(config), client, via, own_addrs, cache, certs });
         Ok(Proxy { state, listeners })
     }
 
@@ -134,6 +152,21 @@ impl Proxy {
             tracing::warn!("some connections did not finish within {} s", DRAIN_DEADLINE.as_secs());
         }
     }
+}
+
+/// Loads (on first use, creates) the local CA when interception is configured, and says
+/// once where its certificate is and how to trust it.
+fn load_certs(cfg: &crate::config::InterceptConfig) -> Result<Option<Arc<crate::tls::LeafCache>>, StartError> {
+    if !cfg.is_active() {
+        return Ok(None);
+    }
+    let (ca, created) = crate::tls::Authority::load_or_create(&cfg.ca_dir).map_err(|source| StartError::Ca { dir: cfg.ca_dir.clone(), source })?;
+    let cert = ca.cert_path().display().to_string();
+    if created {
+        tracing::info!(%cert, "created a local CA for HTTPS interception");
+    }
+    tracing::info!("{}", crate::tls::trust_hint(ca.cert_path()));
+    Ok(Some(Arc::new(crate::tls::LeafCache::new(Arc::new(ca), cfg.max_hosts))))
 }
 
 /// A per-process token for the `Via` entry: time and process id mixed, no randomness crate

@@ -1,5 +1,6 @@
 //! The proxy's own pages: what a request addressed to pith itself gets (`http://pith/` or the
-//! listener's own address), and the error page every failure is shown with.
+//! listener's own address; `/metrics` for the cache's counters), and the error page every
+//! failure is shown with.
 //!
 //! Pages are small, self-contained HTML with no scripts, so they work on the devices pith is
 //! for. Every dynamic string is escaped.
@@ -62,8 +63,32 @@ pub fn error_page(err: &ProxyError) -> Response<ProxyBody> {
     resp
 }
 
+/// A page of pith's own: `/metrics`, or what [`home`] serves.
+pub async fn serve_own(state: &State, path: &str) -> Response<ProxyBody> {
+    if path == "/metrics" {
+        return metrics(state).await;
+    }
+    home(state, path)
+}
+
+/// `/metrics`: the cache's counters in the Prometheus text format, for a scraper or a look.
+pub async fn metrics(state: &State) -> Response<ProxyBody> {
+    let snapshot = match &state.cache {
+        Some(cache) => Some(cache.snapshot().await),
+        None => None,
+    };
+    let mut resp = Response::new(bodies::full(crate::cache::render_metrics(snapshot.as_ref())));
+    let headers = resp.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    resp
+}
+
 /// pith's home page: what it is, how to use it, and the profiles of this proxy.
 pub fn home(state: &State, path: &str) -> Response<ProxyBody> {
+    if let Some(resp) = ca_pages(state, path) {
+        return resp;
+    }
     if path != "/" {
         return page(StatusCode::NOT_FOUND, "404 Not Found", &format!("<p>pith has no page {}.</p><p><a href=\"/\">pith home</a></p>", escape(path)));
     }
@@ -75,12 +100,67 @@ pub fn home(state: &State, path: &str) -> Response<ProxyBody> {
     for l in &state.config.listeners {
         let _ = write!(body, "<li><code>{}</code>: profile <strong>{}</strong></li>", escape(&l.address.to_string()), escape(&l.profile.name));
     }
-    body.push_str("</ul><h2>Profiles</h2><ul>");
+    body.push_str("</ul><h2>HTTPS</h2><p><a href=\"/ca\">The certificate to install</a> so that pith can de-clutter HTTPS pages too.</p><h2>Profiles</h2><ul>");
     for name in state.config.profiles.keys() {
         let _ = write!(body, "<li>{}</li>", escape(name));
     }
     let _ = write!(body, "</ul><p><small>pith {}</small></p>", env!("CARGO_PKG_VERSION"));
     page(StatusCode::OK, "pith", &body)
+}
+
+/// Install steps per client, for `/ca`. Firefox keeps its own store on every system; Chrome
+/// and Edge use the system's (except on Linux).
+const CA_STEPS: &str = "<h2>Firefox (any system)</h2><p>Settings → Privacy &amp; Security → Certificates → \
+View Certificates → Authorities → Import: choose <code>pith-ca.pem</code> and tick “Trust this CA to identify websites”.</p>\
+<h2>Chrome, Edge</h2><p>They use the system's store: follow the steps for your system below. On Linux: Settings → \
+Privacy and security → Security → Manage certificates → Authorities → Import.</p>\
+<h2>macOS</h2><p>Open <code>pith-ca.pem</code>: Keychain Access adds it to a keychain. Double-click the certificate, \
+open Trust and set “When using this certificate” to “Always Trust”. In a terminal: \
+<code>sudo security add-trusted-cert -d -r trustRoot -k /Library/Keychains/System.keychain pith-ca.pem</code></p>\
+<h2>Windows</h2><p>Open <a href=\"/ca.crt\"><code>pith-ca.crt</code></a> → Install Certificate → Local Machine → \
+“Place all certificates in the following store” → Trusted Root Certification Authorities. As administrator: \
+<code>certutil -addstore root pith-ca.crt</code></p>\
+<h2>Android</h2><p>Download <a href=\"/ca.crt\"><code>pith-ca.crt</code></a>, then Settings → Security (or Security &amp; \
+privacy) → Encryption &amp; credentials → Install a certificate → CA certificate. Browsers trust it; many apps trust \
+only the system's authorities and will refuse the connection: add their hosts to <code>intercept.never</code>.</p>\
+<h2>iOS, iPadOS</h2><p>Open <a href=\"/ca.pem\">the certificate</a> in Safari and allow the download, then Settings → \
+General → VPN &amp; Device Management → install the profile, and Settings → General → About → Certificate Trust \
+Settings → turn on full trust for the pith CA.</p>\
+<h2>Linux tools (curl, wget)</h2><p>Debian, Ubuntu: copy it to <code>/usr/local/share/ca-certificates/pith-ca.crt</code> \
+and run <code>sudo update-ca-certificates</code>. For one command: <code>curl --cacert pith-ca.pem …</code></p>";
+
+/// `/ca` (what the certificate is for and how to install it), `/ca.pem` and `/ca.crt` (the
+/// certificate, PEM and DER); `None` for other paths. The CA's key is never served.
+fn ca_pages(state: &State, path: &str) -> Option<Response<ProxyBody>> {
+    let ca = state.certs.as_ref().map(|c| c.authority());
+    let download = |body: bytes::Bytes, mime: &'static str, file: &'static str| {
+        let mut resp = Response::new(bodies::full(body));
+        let headers = resp.headers_mut();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(mime));
+        headers.insert(header::CONTENT_DISPOSITION, HeaderValue::from_static(file));
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        resp
+    };
+    match (path, ca) {
+        ("/ca.pem", Some(ca)) => Some(download(ca.cert_pem().to_string().into(), "application/x-pem-file", "attachment; filename=\"pith-ca.pem\"")),
+        ("/ca.crt", Some(ca)) => Some(download(ca.cert_der().to_vec().into(), "application/x-x509-ca-cert", "attachment; filename=\"pith-ca.crt\"")),
+        ("/ca", Some(_)) => {
+            let body = format!(
+                "<p>pith de-clutters HTTPS pages by decrypting them with certificates from its own certificate authority. \
+                 A device must trust that authority once: download <a href=\"/ca.pem\"><code>pith-ca.pem</code></a> \
+                 (or <a href=\"/ca.crt\"><code>pith-ca.crt</code></a>) and follow the steps for your browser or system.</p>\
+                 <p><strong>Install it only on devices whose traffic goes through this proxy</strong>: whoever holds the \
+                 authority's key can read what those devices send over HTTPS. Remove it when you stop using pith.</p>{CA_STEPS}"
+            );
+            Some(page(StatusCode::OK, "Trust pith for HTTPS", &body))
+        }
+        ("/ca" | "/ca.pem" | "/ca.crt", None) => Some(page(
+            StatusCode::NOT_FOUND,
+            "HTTPS interception is off",
+            "<p>This proxy tunnels HTTPS untouched (<code>[intercept]</code> in its config), so there is no certificate to install.</p>",
+        )),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

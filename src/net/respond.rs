@@ -51,10 +51,44 @@ pub struct Served {
 
 /// Serves an origin's response to the client.
 pub async fn respond(state: &State, ex: &Exchange<'_>, resp: Response<Incoming>) -> Result<Served, ProxyError> {
+    match respond_outcome(state, ex, resp).await? {
+        Outcome::Rewritten(page) => Ok(page.into_served()),
+        Outcome::Passed(served) => Ok(served),
+    }
+}
+
+/// A page read whole, verified (the origin's body ended cleanly) and rewritten: what the
+/// cache may keep.
+pub struct Rewritten {
+    /// The rewritten response head.
+    pub parts: http::response::Parts,
+    /// The exact body sent, encoded for the client.
+    pub body: Bytes,
+    /// Bytes read from the origin.
+    pub origin_bytes: u64,
+}
+
+impl Rewritten {
+    /// The response for the client.
+    pub fn into_served(self) -> Served {
+        Served { response: Response::from_parts(self.parts, bodies::full(self.body)), action: "rewrite", origin_bytes: self.origin_bytes }
+    }
+}
+
+/// What [`respond_outcome`] did with a response.
+pub enum Outcome {
+    /// Rewritten whole.
+    Rewritten(Rewritten),
+    /// Passed through (possibly streaming), for the client as it is.
+    Passed(Served),
+}
+
+/// Like [`respond`], but a rewritten page comes back as its parts and bytes, for the cache.
+pub async fn respond_outcome(state: &State, ex: &Exchange<'_>, resp: Response<Incoming>) -> Result<Outcome, ProxyError> {
     let idle = state.config.upstream.body_idle_timeout;
     let Some(plan) = plan(ex, &resp, state.config.limits.max_rewrite_bytes) else {
         let resp = resp.map(|body| bodies::stream(body, idle));
-        return Ok(pass(state, resp, Vec::new(), "pass"));
+        return Ok(Outcome::Passed(pass(state, resp, Vec::new(), "pass")));
     };
     let (mut parts, body) = resp.into_parts();
     let limit = state.config.limits.max_rewrite_bytes;
@@ -63,7 +97,7 @@ pub async fn respond(state: &State, ex: &Exchange<'_>, resp: Response<Incoming>)
         Collected::Whole { raw, decoded } => (raw, decoded),
         Collected::Stopped { raw, rest, why } => {
             let response = Response::from_parts(parts, rest);
-            return Ok(pass(state, response, raw, why));
+            return Ok(Outcome::Passed(pass(state, response, raw, why)));
         }
     };
     let origin_bytes = raw.iter().map(|b| b.len() as u64).sum();
@@ -72,7 +106,7 @@ pub async fn respond(state: &State, ex: &Exchange<'_>, resp: Response<Incoming>)
     let coding = codec::choose_encoding(ex.accept_encoding.as_ref().and_then(|v| v.to_str().ok()));
     let body = codec::encode_all(coding, &page.body).map_err(|source| ProxyError::Encode { source })?;
     rewrite_headers(&mut parts.headers, &page, coding, body.len(), ex.profile, state);
-    Ok(Served { response: Response::from_parts(parts, bodies::full(body)), action: "rewrite", origin_bytes })
+    Ok(Outcome::Rewritten(Rewritten { parts, body: Bytes::from(body), origin_bytes }))
 }
 
 /// How a response will be rewritten; `None` means it passes through.
@@ -207,15 +241,34 @@ async fn transform(profile: &Profile, doc: Vec<u8>, content_type: Option<String>
     const INLINE_BYTES: usize = 512 * 1024;
     let rewrite_error = |source| ProxyError::Rewrite { host: host.to_string(), source };
     if doc.len() <= INLINE_BYTES {
-        return pipeline::process(profile, &doc, content_type.as_deref(), profile.output, Some(url)).map_err(rewrite_error);
+        return process(profile, &doc, content_type.as_deref(), url).map_err(rewrite_error);
     }
     let profile = profile.clone();
     let url = url.to_string();
-    let job = tokio::task::spawn_blocking(move || pipeline::process(&profile, &doc, content_type.as_deref(), profile.output, Some(&url)));
+    let job = tokio::task::spawn_blocking(move || process(&profile, &doc, content_type.as_deref(), &url));
     match job.await {
         Ok(result) => result.map_err(rewrite_error),
         Err(join) => Err(ProxyError::Internal { what: format!("the rewriting task failed: {join}") }),
     }
+}
+
+/// Runs the pipeline in the profile's output form. A page nested deeper than the tree holds
+/// cannot be rendered as text whole; rather than refuse it (a 500 over a page that is fine
+/// HTML), the text form falls back to the stage-1 HTML page, as the HTML form already does.
+/// [`rewrite_headers`] says so in `x-pith-fallback`.
+fn process(profile: &Profile, doc: &[u8], content_type: Option<&str>, url: &str) -> Result<pipeline::Page, pipeline::PipelineError> {
+    match pipeline::process(profile, doc, content_type, profile.output, Some(url)) {
+        Err(pipeline::PipelineError::TooDeep { depth }) if profile.output == pipeline::Output::Text => {
+            tracing::debug!(url, depth, "page too deep to render as text; serving the stage-1 HTML page");
+            pipeline::process(profile, doc, content_type, pipeline::Output::Html, Some(url))
+        }
+        other => other,
+    }
+}
+
+/// True when [`process`] served the stage-1 HTML page instead of the profile's text form.
+fn is_too_deep_fallback(page: &pipeline::Page, profile: &Profile) -> bool {
+    profile.output == pipeline::Output::Text && page.content_type.starts_with("text/html")
 }
 
 /// Headers of a rewritten page: new type, coding and length; validators weakened, because
@@ -240,7 +293,7 @@ fn rewrite_headers(headers: &mut HeaderMap, page: &pipeline::Page, coding: Codin
             headers.insert(header::ETAG, weak);
         }
     }
-    let summary = format!(
+    let mut summary = format!(
         "profile={}; removed-elements={}; removed-attributes={}; charset={}{}",
         profile.name,
         page.stats.elements_removed,
@@ -248,14 +301,21 @@ fn rewrite_headers(headers: &mut HeaderMap, page: &pipeline::Page, coding: Codin
         page.charset,
         if page.stats.bailed_out { "; bailed-out" } else { "" }
     );
+    if let Some(removal) = &page.removal {
+        summary.push_str("; ");
+        summary.push_str(&removal.summary());
+    }
     if let Ok(v) = HeaderValue::from_str(&summary) {
         headers.insert("x-pith", v);
     }
-    // The safety net fired: say which gentler preset served the page, and why.
-    if let Some(fallback) = page.removal.as_ref().and_then(|r| r.fallback) {
-        if let Ok(v) = HeaderValue::from_str(&fallback.to_string()) {
+    // The safety net fired, or reading mode served the declutter page: say what, and why.
+    if let Some(fallback) = page.fallback_header() {
+        if let Ok(v) = HeaderValue::from_str(&fallback) {
             headers.insert("x-pith-fallback", v);
         }
+    }
+    if is_too_deep_fallback(page, profile) {
+        headers.insert("x-pith-fallback", HeaderValue::from_static("too-deep; served as de-cluttered HTML, not text"));
     }
 }
 

@@ -1,10 +1,12 @@
 //! Output forms of stage 2: a [`dom::Tree`](crate::dom::Tree), after the removers have marked
-//! what goes, written out as plain text ([`text`]) or as HTML ([`html`]).
+//! what goes, written out as plain text ([`text`]), as HTML ([`html`]), or as reading mode's
+//! own accessible page ([`reader`]: the title as the one `<h1>`, metadata, a table of contents,
+//! the content without presentational markup).
 //!
 //! Renderers are pure functions from a tree to a `String`. They skip removed subtrees and walk
 //! with [`Tree::traverse`](crate::dom::Tree::traverse), whose stack is on the heap, so a
-//! pathologically deep page costs memory, never the thread's stack. Choosing what to remove,
-//! and the reading page's template, belong to [`crate::extract`] and its callers.
+//! pathologically deep page costs memory, never the thread's stack. Choosing what to remove
+//! belongs to [`crate::extract`] and its callers.
 
 pub mod html;
 pub mod reader;
