@@ -322,7 +322,7 @@ fn reading_page(
         return (body, removal, Reading { algorithm, fallback: Some(verdict), meta });
     }
     let body = match output {
-        Output::Text => crate::render::reader::render_text(&mut tree, &meta),
+        Output::Text => crate::render::reader::render_text(&tree),
         Output::Html => {
             let original = page_url.or(meta.canonical.as_deref());
             let base = document_base(&tree, original);

@@ -97,21 +97,12 @@ pub fn render(tree: &mut Tree, page: &Page<'_>) -> String {
     out
 }
 
-/// The reading page as plain text: the title on the first line, then the content one block
-/// per line (as [`super::text`] writes it), without a leading heading that repeats the title.
-pub fn render_text(tree: &mut Tree, meta: &Meta) -> String {
-    let heading = tree.body().and_then(|b| leading_title_heading(tree, b, meta.title.as_deref()));
-    let title = meta.title.clone().or_else(|| heading.map(|h| heading_text(tree, h)));
-    if let Some(h) = heading {
-        tree.remove(h);
-    }
-    let mut out = String::new();
-    if let Some(title) = title.filter(|t| !t.is_empty()) {
-        out.push_str(&title);
-        out.push('\n');
-    }
-    out.push_str(&super::text::render(tree));
-    out
+/// Reading mode as plain text: the main content alone, one block per line (as [`super::text`]
+/// writes it), exactly as the extractor left it. The title and metadata belong to the HTML
+/// page's header; the text form is the article body, which is what a text client reads out and
+/// what extraction benchmarks compare.
+pub fn render_text(tree: &Tree) -> String {
+    super::text::render(tree)
 }
 
 /// A visible note for the top of a served page (e.g. "no clear main content"), inserted right
@@ -433,11 +424,9 @@ mod tests {
     }
 
     #[test]
-    fn text_form_puts_the_title_first_once() {
-        let mut tree = Tree::parse("<h1>Title</h1><p>One.</p><ul><li>Two</li></ul>");
-        assert_eq!(render_text(&mut tree, &meta("Title")), "Title\nOne.\nTwo\n");
-        let mut tree = Tree::parse("<p>Only text.</p>");
-        assert_eq!(render_text(&mut tree, &Meta::default()), "Only text.\n");
+    fn text_form_is_the_content_alone() {
+        let tree = Tree::parse("<h1>Title</h1><p>One.</p><ul><li>Two</li></ul>");
+        assert_eq!(render_text(&tree), "Title\nOne.\nTwo\n");
     }
 
     #[test]
