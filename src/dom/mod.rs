@@ -415,6 +415,34 @@ impl Tree {
     }
 }
 
+/// Whether an HTML element is void: it never has content or an end tag, so a serialiser
+/// writes its start tag alone and a tokenizer of the source sees no end for it.
+pub fn is_void(e: &Element) -> bool {
+    use markup5ever::local_name;
+    e.ns == Ns::Html
+        && matches!(
+            e.name,
+            local_name!("area")
+                | local_name!("base")
+                | local_name!("basefont")
+                | local_name!("bgsound")
+                | local_name!("br")
+                | local_name!("col")
+                | local_name!("embed")
+                | local_name!("frame")
+                | local_name!("hr")
+                | local_name!("img")
+                | local_name!("input")
+                | local_name!("keygen")
+                | local_name!("link")
+                | local_name!("meta")
+                | local_name!("param")
+                | local_name!("source")
+                | local_name!("track")
+                | local_name!("wbr")
+        )
+}
+
 /// Whether an HTML element starts a block of its own in a browser's default style sheet:
 /// block-level flow content, list items and the table parts (rows, cells, captions, row
 /// groups). Renderers break lines at these, and algorithms cut a page into blocks and

@@ -113,7 +113,7 @@ impl Tokens {
                 },
                 Edge::Close(id) => {
                     let counts = tree.element(id).is_some_and(|e| {
-                        !is_code(e) && !is_void(e) && !(ignore_links && is_anchor(e))
+                        !is_code(e) && !crate::dom::is_void(e) && !(ignore_links && is_anchor(e))
                     });
                     if counts {
                         tokens.values.push(0.0);
@@ -232,26 +232,6 @@ fn is_anchor(e: &Element) -> bool {
     e.ns == Ns::Html && e.name == local_name!("a")
 }
 
-/// Elements that have no end tag in the source.
-fn is_void(e: &Element) -> bool {
-    e.ns == Ns::Html
-        && matches!(
-            e.name,
-            local_name!("area")
-                | local_name!("base")
-                | local_name!("br")
-                | local_name!("col")
-                | local_name!("embed")
-                | local_name!("hr")
-                | local_name!("img")
-                | local_name!("input")
-                | local_name!("link")
-                | local_name!("meta")
-                | local_name!("source")
-                | local_name!("track")
-                | local_name!("wbr")
-        )
-}
 
 #[cfg(test)]
 mod tests {

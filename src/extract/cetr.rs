@@ -184,7 +184,7 @@ impl Lines {
     }
 
     fn close(&mut self, e: &Element) {
-        if is_void(e) {
+        if crate::dom::is_void(e) {
             return;
         }
         let kind = line_kind(e);
@@ -277,26 +277,6 @@ fn is_code(e: &Element) -> bool {
         )
 }
 
-/// Elements that have no end tag in the source.
-fn is_void(e: &Element) -> bool {
-    e.ns == Ns::Html
-        && matches!(
-            e.name,
-            local_name!("area")
-                | local_name!("base")
-                | local_name!("br")
-                | local_name!("col")
-                | local_name!("embed")
-                | local_name!("hr")
-                | local_name!("img")
-                | local_name!("input")
-                | local_name!("link")
-                | local_name!("meta")
-                | local_name!("source")
-                | local_name!("track")
-                | local_name!("wbr")
-        )
-}
 
 /// Where an element puts line breaks in the serialisation.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -317,50 +297,7 @@ fn line_kind(e: &Element) -> LineKind {
     match e.name {
         local_name!("br") => LineKind::Break,
         local_name!("pre") | local_name!("listing") | local_name!("xmp") => LineKind::Pre,
-        local_name!("address")
-        | local_name!("article")
-        | local_name!("aside")
-        | local_name!("blockquote")
-        | local_name!("body")
-        | local_name!("caption")
-        | local_name!("center")
-        | local_name!("dd")
-        | local_name!("details")
-        | local_name!("dialog")
-        | local_name!("div")
-        | local_name!("dl")
-        | local_name!("dt")
-        | local_name!("fieldset")
-        | local_name!("figcaption")
-        | local_name!("figure")
-        | local_name!("footer")
-        | local_name!("form")
-        | local_name!("h1")
-        | local_name!("h2")
-        | local_name!("h3")
-        | local_name!("h4")
-        | local_name!("h5")
-        | local_name!("h6")
-        | local_name!("header")
-        | local_name!("hgroup")
-        | local_name!("hr")
-        | local_name!("legend")
-        | local_name!("li")
-        | local_name!("main")
-        | local_name!("menu")
-        | local_name!("nav")
-        | local_name!("ol")
-        | local_name!("p")
-        | local_name!("section")
-        | local_name!("summary")
-        | local_name!("table")
-        | local_name!("tbody")
-        | local_name!("td")
-        | local_name!("tfoot")
-        | local_name!("th")
-        | local_name!("thead")
-        | local_name!("tr")
-        | local_name!("ul") => LineKind::Block,
+        _ if crate::dom::is_block(e) => LineKind::Block,
         _ => LineKind::Inline,
     }
 }

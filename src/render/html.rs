@@ -48,7 +48,7 @@ pub fn render_node(tree: &Tree, id: NodeId) -> String {
                 NodeKind::Text(span) => write_text(tree, node, tree.str(*span), &mut out),
                 NodeKind::Element(e) => {
                     write_start_tag(tree, node, e, &mut out);
-                    if is_void(e) {
+                    if crate::dom::is_void(e) {
                         walk.skip_children();
                     }
                     after_plaintext |= e.ns == Ns::Html && e.name == local_name!("plaintext");
@@ -56,7 +56,7 @@ pub fn render_node(tree: &Tree, id: NodeId) -> String {
             },
             Edge::Close(node) => {
                 if let Some(e) = tree.element(node) {
-                    if !is_void(e) && !after_plaintext {
+                    if !crate::dom::is_void(e) && !after_plaintext {
                         out.push_str("</");
                         out.push_str(&e.name);
                         out.push('>');
@@ -137,31 +137,6 @@ fn escape(text: &str, attribute: bool, out: &mut String) {
     out.push_str(&text[plain..]);
 }
 
-/// Elements that never have content or an end tag.
-fn is_void(e: &Element) -> bool {
-    e.ns == Ns::Html
-        && matches!(
-            e.name,
-            local_name!("area")
-                | local_name!("base")
-                | local_name!("basefont")
-                | local_name!("bgsound")
-                | local_name!("br")
-                | local_name!("col")
-                | local_name!("embed")
-                | local_name!("frame")
-                | local_name!("hr")
-                | local_name!("img")
-                | local_name!("input")
-                | local_name!("keygen")
-                | local_name!("link")
-                | local_name!("meta")
-                | local_name!("param")
-                | local_name!("source")
-                | local_name!("track")
-                | local_name!("wbr")
-        )
-}
 
 /// Elements whose text the parser keeps undecoded (scripting on, as in [`crate::dom`]).
 fn is_raw_text(e: &Element) -> bool {
