@@ -67,7 +67,7 @@ async fn connect_to_a_port_outside_connect_ports_is_403() {
 
 #[tokio::test]
 async fn connect_to_a_closed_port_is_502() {
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let (_holder, closed) = closed_port();
     let pith = Pith::start("[upstream]\nconnect_ports = []").await;
     let resp = exchange(pith.addr, format!("CONNECT {0} HTTP/1.1\r\nHost: {0}\r\n\r\n", closed).as_bytes()).await;
     assert_eq!(resp.status, 502);

@@ -10,7 +10,7 @@ use crate::common::*;
 
 #[tokio::test]
 async fn a_refused_connection_is_502_naming_the_host() {
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let (_holder, closed) = closed_port();
     let pith = Pith::start("").await;
     let resp = pith.client().get(format!("http://{closed}/")).send().await.unwrap();
     assert_eq!(resp.status(), 502);

@@ -234,7 +234,7 @@ async fn a_server_first_protocol_inside_an_intercepted_connect_is_tunnelled_afte
 
 #[tokio::test]
 async fn an_unreachable_intercepted_origin_is_an_error_page_inside_the_tunnel() {
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let (_holder, closed) = closed_port();
     let setup = Setup::new();
     let pith = setup.pith(None, &[]).await;
     let target = format!("localhost:{}", closed.port());

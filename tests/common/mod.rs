@@ -143,3 +143,13 @@ pub async fn read_body(resp: &mut reqwest::Response) -> Result<Vec<u8>, reqwest:
     }
     Ok(body)
 }
+
+/// A loopback port that refuses connections for as long as the returned socket lives: bound
+/// but never listening, so no other test can take the port in the meantime (a listener bound
+/// and dropped frees its port for the next test that binds port 0).
+pub fn closed_port() -> (tokio::net::TcpSocket, std::net::SocketAddr) {
+    let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+    socket.bind("127.0.0.1:0".parse().expect("an address")).expect("bind a loopback port");
+    let addr = socket.local_addr().expect("its address");
+    (socket, addr)
+}
