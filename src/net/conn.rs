@@ -12,6 +12,7 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
@@ -19,7 +20,7 @@ use tokio::sync::{watch, Semaphore};
 use super::bodies::{AccessRecord, Logged, ProxyBody};
 use super::error::ProxyError;
 use super::{admit, cached, connect, forward, own, State};
-use crate::config::ListenerConfig;
+use crate::config::{Limits, ListenerConfig};
 
 /// One listener's accept loop.
 pub(super) struct Acceptor {
@@ -66,16 +67,22 @@ impl Acceptor {
     }
 }
 
-async fn serve_connection(stream: tokio::net::TcpStream, handler: Handler, watcher: hyper_util::server::graceful::Watcher) {
-    let _ = stream.set_nodelay(true);
-    let limits = &handler.state.config.limits;
-    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new()).http1_only();
+/// A server for one client connection with the HTTP/1.1 settings every client gets:
+/// keep-alive, and the request head's read timeout (slowloris) and size limit.
+fn client_builder(limits: &Limits) -> auto::Builder<TokioExecutor> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
         .timer(TokioTimer::new())
         .keep_alive(true)
         .header_read_timeout(limits.header_read_timeout)
         .max_buf_size(limits.max_header_bytes.max(8192));
+    builder
+}
+
+async fn serve_connection(stream: tokio::net::TcpStream, handler: Handler, watcher: hyper_util::server::graceful::Watcher) {
+    let _ = stream.set_nodelay(true);
+    let builder = client_builder(&handler.state.config.limits).http1_only();
     let client = handler.client;
     let service = service_fn(move |req| handler.clone().handle(req));
     let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
@@ -92,13 +99,7 @@ where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let limits = &handler.state.config.limits;
-    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .keep_alive(true)
-        .header_read_timeout(limits.header_read_timeout)
-        .max_buf_size(limits.max_header_bytes.max(8192));
+    let mut builder = client_builder(limits);
     // HTTP/2 has no idle timeout of its own: pings find clients that vanished.
     builder
         .http2()
