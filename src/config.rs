@@ -90,7 +90,7 @@ pub enum ConfigError {
 }
 
 /// The file as written. Every field has a default, so an empty file is a valid config.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RawConfig {
     /// `[log]`.
@@ -109,21 +109,6 @@ pub struct RawConfig {
     pub cache: RawCache,
     /// `[intercept]`.
     pub intercept: RawIntercept,
-}
-
-impl Default for RawConfig {
-    fn default() -> Self {
-        RawConfig {
-            log: RawLog::default(),
-            listener: Vec::new(),
-            upstream: RawUpstream::default(),
-            limits: RawLimits::default(),
-            filters: RawFilters::default(),
-            profiles: BTreeMap::new(),
-            cache: RawCache::default(),
-            intercept: RawIntercept::default(),
-        }
-    }
 }
 
 /// `[log]`.
@@ -222,6 +207,14 @@ pub struct RawLimits {
     pub max_header_bytes: Spanned<usize>,
     /// Largest decoded page that is rewritten.
     pub max_rewrite_bytes: Spanned<u64>,
+    /// Most header fields in one request.
+    pub max_headers: Spanned<usize>,
+    /// Requests per second per client address; 0 = no limit.
+    pub client_rate: Spanned<u32>,
+    /// Requests a client may send at once before `client_rate` applies; 0 = `client_rate`.
+    pub client_burst: Spanned<u32>,
+    /// Time given to open connections and tunnels to finish at shutdown.
+    pub drain_timeout_ms: u64,
 }
 
 impl Default for RawLimits {
@@ -231,9 +224,20 @@ impl Default for RawLimits {
             header_read_timeout_ms: 15_000,
             max_header_bytes: Spanned::new(0..0, 65_536),
             max_rewrite_bytes: Spanned::new(0..0, 16 << 20),
+            max_headers: Spanned::new(0..0, DEFAULT_MAX_HEADERS),
+            client_rate: Spanned::new(0..0, 0),
+            client_burst: Spanned::new(0..0, 0),
+            drain_timeout_ms: 10_000,
         }
     }
 }
+
+/// The default of `limits.max_headers`: also the HTTP/1 parser's own default, which keeps its
+/// header table on the stack (any other value costs a heap allocation per request).
+pub const DEFAULT_MAX_HEADERS: usize = 100;
+
+/// The largest `limits.max_headers`: the parser reserves room for this many per request.
+const MAX_MAX_HEADERS: usize = 10_000;
 
 /// `[cache]`.
 #[derive(Debug, Deserialize)]
@@ -406,8 +410,9 @@ impl fmt::Debug for Credentials {
     }
 }
 
-/// Validated `[upstream]`.
-#[derive(Debug, Clone)]
+/// Validated `[upstream]`. Comparable, so a reload rebuilds the upstream client (and drops its
+/// pooled connections) only when one of these changed.
+#[derive(Debug, Clone, PartialEq)]
 pub struct UpstreamConfig {
     /// TCP+TLS connect budget.
     pub connect_timeout: Duration,
@@ -432,9 +437,9 @@ pub struct UpstreamConfig {
 }
 
 /// Validated `[limits]`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Limits {
-    /// Simultaneous client connections.
+    /// Simultaneous client connections (an open CONNECT tunnel is one).
     pub max_connections: usize,
     /// Budget for a request head.
     pub header_read_timeout: Duration,
@@ -442,6 +447,21 @@ pub struct Limits {
     pub max_header_bytes: usize,
     /// Largest decoded page rewritten.
     pub max_rewrite_bytes: u64,
+    /// Most header fields in one request; more is answered 431.
+    pub max_headers: usize,
+    /// Per-client request rate, when limited.
+    pub client_rate: Option<RateLimit>,
+    /// Time open connections and tunnels get to finish at shutdown before they are closed.
+    pub drain_timeout: Duration,
+}
+
+/// A token bucket per client address: `burst` requests at once, refilled at `per_second`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimit {
+    /// Sustained requests per second.
+    pub per_second: u32,
+    /// Requests allowed at once, after a quiet spell.
+    pub burst: u32,
 }
 
 impl Config {
@@ -746,12 +766,31 @@ impl Validator<'_> {
         if *l.max_rewrite_bytes.get_ref() == 0 {
             return Err(self.err(l.max_rewrite_bytes.span(), "limits.max_rewrite_bytes", "must be at least 1"));
         }
+        if !(1..=MAX_MAX_HEADERS).contains(l.max_headers.get_ref()) {
+            return Err(self.err(l.max_headers.span(), "limits.max_headers", format!("must be between 1 and {MAX_MAX_HEADERS}")));
+        }
         Ok(Limits {
             max_connections: *l.max_connections.get_ref(),
             header_read_timeout: Duration::from_millis(l.header_read_timeout_ms),
             max_header_bytes: *l.max_header_bytes.get_ref(),
             max_rewrite_bytes: *l.max_rewrite_bytes.get_ref(),
+            max_headers: *l.max_headers.get_ref(),
+            client_rate: self.client_rate(l)?,
+            drain_timeout: Duration::from_millis(l.drain_timeout_ms),
         })
+    }
+
+    /// `limits.client_rate` and `limits.client_burst`: `None` when the rate is 0 (no limit).
+    fn client_rate(&self, l: &RawLimits) -> Result<Option<RateLimit>, ConfigError> {
+        let (rate, burst) = (*l.client_rate.get_ref(), *l.client_burst.get_ref());
+        if rate == 0 && burst != 0 {
+            return Err(self.err(l.client_burst.span(), "limits.client_burst", "has no effect without limits.client_rate; set both, or neither"));
+        }
+        if rate > 1_000_000 {
+            return Err(self.err(l.client_rate.span(), "limits.client_rate", "must be at most 1000000 requests per second (0 turns the limit off)"));
+        }
+        let burst = if burst == 0 { rate } else { burst };
+        Ok((rate > 0).then_some(RateLimit { per_second: rate, burst }))
     }
 }
 
@@ -859,6 +898,17 @@ mod tests {
         assert_eq!(c.upstream.connect_ports, vec![443]);
         assert!(c.upstream.deny.is_empty() && !c.upstream.deny_private, "no destination is refused by default");
         assert_eq!(c.cache, CacheConfig { enabled: true, max_bytes: 64 << 20, max_entry_bytes: 1 << 20 });
+        assert_eq!((c.limits.max_headers, c.limits.client_rate, c.limits.drain_timeout), (DEFAULT_MAX_HEADERS, None, Duration::from_secs(10)));
+    }
+
+    #[test]
+    fn client_rate_and_header_count_are_parsed() {
+        let listener = "[[listener]]\naddress = \"127.0.0.1:1\"\n";
+        let c = parse(&format!("[limits]\nclient_rate = 5\nclient_burst = 20\nmax_headers = 40\ndrain_timeout_ms = 250\n{listener}")).unwrap();
+        assert_eq!(c.limits.client_rate, Some(RateLimit { per_second: 5, burst: 20 }));
+        assert_eq!((c.limits.max_headers, c.limits.drain_timeout), (40, Duration::from_millis(250)));
+        let c = parse(&format!("[limits]\nclient_rate = 5\n{listener}")).unwrap();
+        assert_eq!(c.limits.client_rate, Some(RateLimit { per_second: 5, burst: 5 }), "the burst defaults to one second's worth");
     }
 
     #[test]
@@ -891,6 +941,10 @@ mod tests {
         assert_eq!(c.upstream.deny, vec!["203.0.113.0/24".parse::<IpNet>().unwrap(), "198.51.100.7/32".parse().unwrap()]);
         assert!(c.upstream.deny_private);
     }
+    rejected!(zero_headers, "[limits]\nmax_headers = 0\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "limits.max_headers");
+    rejected!(too_many_headers_allowed, "[limits]\nmax_headers = 100000\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "limits.max_headers", "10000");
+    rejected!(burst_without_rate, "[limits]\nclient_burst = 10\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "limits.client_burst", "client_rate");
+    rejected!(negative_rate, "[limits]\nclient_rate = -1\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "limits.client_rate");
     rejected!(unknown_profile, "[[listener]]\naddress = \"127.0.0.1:1\"\nprofile = \"nope\"\n", "test.toml:3:", "unknown profile");
     rejected!(open_proxy, "[[listener]]\naddress = \"0.0.0.0:8080\"\nallow = [\"0.0.0.0/0\"]\n", "open proxy");
     rejected!(no_listener, "[log]\nlevel = \"info\"\n", "at least one [[listener]]");

@@ -1,6 +1,9 @@
 //! The `pith` command: parses arguments, loads the config, starts logging, and hands over to
 //! the library. Exit codes: 0 success, 1 a failure at run time (or some files failed to
 //! extract), 64 a usage or config error (as sysexits' EX_USAGE).
+//!
+//! `pith serve` reloads its config file on SIGHUP ([`pith::net::ProxyHandle::reload`]); a file
+//! that does not validate is logged and the running config stays in force.
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
@@ -174,9 +177,31 @@ fn ca(args: CaArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn init_logging(level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("{level},hyper=warn,rustls=warn")));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(std::io::stderr().is_terminal()).with_target(false).init();
+/// The log filter the binary can change while it runs (on a reload's new `log.level`);
+/// `None` when `RUST_LOG` chose the filter, which then stays.
+type LogHandle = Option<tracing_subscriber::reload::Handle<tracing_subscriber::EnvFilter, tracing_subscriber::Registry>>;
+
+fn level_filter(level: &str) -> tracing_subscriber::EnvFilter {
+    tracing_subscriber::EnvFilter::new(format!("{level},hyper=warn,rustls=warn"))
+}
+
+fn init_logging(level: &str) -> LogHandle {
+    use tracing_subscriber::prelude::*;
+    let from_env = tracing_subscriber::EnvFilter::try_from_default_env().ok();
+    let fixed = from_env.is_some();
+    let (filter, handle) = tracing_subscriber::reload::Layer::new(from_env.unwrap_or_else(|| level_filter(level)));
+    let output = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(std::io::stderr().is_terminal()).with_target(false);
+    tracing_subscriber::registry().with(filter).with(output).init();
+    (!fixed).then_some(handle)
+}
+
+/// Where the running config came from, so SIGHUP can read it again the same way.
+struct Source {
+    /// `--config`; `None` for the built-in default.
+    path: Option<PathBuf>,
+    /// `--listen`, which overrides the first listener's address in every reading.
+    listen: Option<std::net::SocketAddr>,
+    log: LogHandle,
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -184,19 +209,87 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         Ok(c) => c,
         Err(e) => return Ok(config_failure(&e)),
     };
-    if let (Some(addr), Some(first)) = (args.listen, config.listeners.first_mut()) {
-        first.address = addr;
-    }
-    init_logging(&config.log_level);
+    override_listen(&mut config, args.listen);
+    let log = init_logging(&config.log_level);
+    let source = Source { path: args.config, listen: args.listen, log };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
     runtime.block_on(async {
         let proxy = pith::net::Proxy::bind(config).await?;
+        // Installed before the proxy says it is up, so a SIGHUP from then on reloads instead
+        // of ending the process.
+        watch_hangups(proxy.handle(), source)?;
         for addr in proxy.local_addrs() {
             eprintln!("pith: proxy on http://{addr}/ (point your browser's HTTP proxy here)");
         }
         proxy.run(shutdown_signal()).await;
         anyhow::Ok(ExitCode::SUCCESS)
     })
+}
+
+fn override_listen(config: &mut Config, listen: Option<std::net::SocketAddr>) {
+    if let (Some(addr), Some(first)) = (listen, config.listeners.first_mut()) {
+        first.address = addr;
+    }
+}
+
+/// Reloads the config on every SIGHUP, on a task of its own.
+#[cfg(unix)]
+fn watch_hangups(handle: pith::net::ProxyHandle, source: Source) -> anyhow::Result<()> {
+    let mut hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).context("cannot watch for SIGHUP")?;
+    let source = std::sync::Arc::new(source);
+    tokio::spawn(async move {
+        while hangups.recv().await.is_some() {
+            let (handle, source) = (handle.clone(), source.clone());
+            // Reading rule files and ad lists, or creating a CA, blocks: not on the runtime.
+            if let Err(e) = tokio::task::spawn_blocking(move || reload(&handle, &source)).await {
+                tracing::error!(error = %e, "the config reload failed; the running config stays in force");
+            }
+        }
+    });
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn watch_hangups(_handle: pith::net::ProxyHandle, _source: Source) -> anyhow::Result<()> {
+    Ok(())
+}
+
+/// Reads the config file again and puts it in force; a file that does not validate is
+/// logged with its file:line:key error and changes nothing.
+fn reload(handle: &pith::net::ProxyHandle, source: &Source) {
+    let Some(path) = &source.path else {
+        tracing::info!("SIGHUP: pith runs the built-in default config (no --config); nothing to reload, nothing changed");
+        return;
+    };
+    tracing::info!(config = %path.display(), "SIGHUP: reloading the config");
+    let mut config = match Config::load(path) {
+        Ok(c) => c,
+        Err(e) => return tracing::error!("config reload rejected, the running config stays in force: {}", error_chain(&e)),
+    };
+    override_listen(&mut config, source.listen);
+    let level = config.log_level.clone();
+    if let Err(e) = handle.reload(config) {
+        return tracing::error!("config reload rejected, the running config stays in force: {}", error_chain(&e));
+    }
+    match &source.log {
+        Some(log) => {
+            if let Err(e) = log.reload(level_filter(&level)) {
+                tracing::warn!(error = %e, "log.level could not be changed");
+            }
+        }
+        None => tracing::info!("RUST_LOG is set: it keeps choosing what is logged, whatever log.level says"),
+    }
+}
+
+/// An error and its causes on one line.
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut msg = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        msg.push_str(&format!(": {s}"));
+        source = s.source();
+    }
+    msg
 }
 
 /// Completes on SIGINT (Ctrl-C) or SIGTERM.

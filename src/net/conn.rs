@@ -13,22 +13,22 @@ use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::watch;
 
 use super::bodies::{AccessRecord, Logged, ProxyBody};
+use super::drain::Guard;
 use super::error::ProxyError;
+use super::reload::Live;
 use super::{admit, cached, connect, forward, own, State};
-use crate::config::{Limits, ListenerConfig};
+use crate::config::{Limits, ListenerConfig, DEFAULT_MAX_HEADERS};
 
 /// One listener's accept loop.
 pub(super) struct Acceptor {
     pub socket: TcpListener,
-    pub listener: Arc<ListenerConfig>,
-    pub state: Arc<State>,
-    pub limit: Arc<Semaphore>,
-    pub graceful: Arc<GracefulShutdown>,
+    /// The listener's place in the config, which picks its settings from each state.
+    pub index: usize,
+    pub live: Arc<Live>,
     pub stop: watch::Receiver<bool>,
 }
 
@@ -40,7 +40,7 @@ impl Acceptor {
         let mut backoff = Duration::from_millis(5);
         loop {
             let permit = tokio::select! {
-                p = self.limit.clone().acquire_owned() => p.expect("the connection semaphore is never closed"),
+                p = self.live.limit.clone().acquire_owned() => p.expect("the connection semaphore is never closed"),
                 _ = self.stop.changed() => return,
             };
             let accepted = tokio::select! {
@@ -50,12 +50,9 @@ impl Acceptor {
             match accepted {
                 Ok((stream, client)) => {
                     backoff = Duration::from_millis(5);
-                    let handler = Handler { state: self.state.clone(), listener: self.listener.clone(), client, intercepted: None };
-                    let watcher = self.graceful.watcher();
-                    tokio::spawn(async move {
-                        serve_connection(stream, handler, watcher).await;
-                        drop(permit);
-                    });
+                    let guard = self.live.drain.guard(permit);
+                    let handler = Handler::new(self.live.clone(), self.index, client, guard.clone());
+                    tokio::spawn(serve_connection(stream, handler, guard));
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "accept failed; backing off {} ms", backoff.as_millis());
@@ -68,26 +65,41 @@ impl Acceptor {
 }
 
 /// A server for one client connection with the HTTP/1.1 settings every client gets:
-/// keep-alive, and the request head's read timeout (slowloris) and size limit.
+/// keep-alive, and the request head's read timeout (slowloris), size and header count limits.
+/// Past either limit hyper answers 431 and closes the connection; a malformed head gets 400.
 fn client_builder(limits: &Limits) -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
+    let mut http1 = builder.http1();
+    http1
         .timer(TokioTimer::new())
         .keep_alive(true)
         .header_read_timeout(limits.header_read_timeout)
         .max_buf_size(limits.max_header_bytes.max(8192));
+    // The parser's own default keeps its header table on the stack; only another value is set.
+    if limits.max_headers != DEFAULT_MAX_HEADERS {
+        http1.max_headers(limits.max_headers);
+    }
     builder
 }
 
-async fn serve_connection(stream: tokio::net::TcpStream, handler: Handler, watcher: hyper_util::server::graceful::Watcher) {
+async fn serve_connection(stream: tokio::net::TcpStream, handler: Handler, guard: Guard) {
     let _ = stream.set_nodelay(true);
+    // hyper's head timer starts with the first byte, so a client that connects and sends
+    // nothing would hold its connection slot forever: it gets the same time to start as to
+    // finish its head.
+    let wait = handler.state.config.limits.header_read_timeout;
+    if tokio::time::timeout(wait, stream.peek(&mut [0u8; 1])).await.is_err() {
+        tracing::debug!(client = %handler.client, "closed a connection that sent nothing for {} ms", wait.as_millis());
+        return;
+    }
     let builder = client_builder(&handler.state.config.limits).http1_only();
     let client = handler.client;
     let service = service_fn(move |req| handler.clone().handle(req));
     let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-    if let Err(e) = watcher.watch(conn).await {
-        tracing::debug!(%client, error = %e, "connection ended with an error");
+    match guard.serve(conn).await {
+        Some(Err(e)) => tracing::debug!(%client, error = %e, "connection ended with an error"),
+        Some(Ok(())) => {}
+        None => tracing::debug!(%client, "connection closed at the end of the shutdown drain"),
     }
 }
 
@@ -106,9 +118,9 @@ where
         .timer(TokioTimer::new())
         .keep_alive_interval(Some(Duration::from_secs(30)))
         .max_header_list_size(limits.max_header_bytes.max(8192) as u32);
-    let client = handler.client;
+    let (client, guard) = (handler.client, handler.guard.clone());
     let service = service_fn(move |req| handler.clone().handle(req));
-    if let Err(e) = builder.serve_connection_with_upgrades(TokioIo::new(io), service).await {
+    if let Some(Err(e)) = guard.serve(builder.serve_connection_with_upgrades(TokioIo::new(io), service)).await {
         tracing::debug!(%client, error = %e, "intercepted connection ended with an error");
     }
 }
@@ -116,15 +128,35 @@ where
 /// Serves the requests of one client connection.
 #[derive(Clone)]
 pub struct Handler {
+    live: Arc<Live>,
+    /// The state of the request being served (for a connection, the one it started with).
     state: Arc<State>,
+    /// The listener's place among the bound sockets.
+    index: usize,
+    /// Its settings in `state`.
     listener: Arc<ListenerConfig>,
     client: SocketAddr,
     /// For a decrypted CONNECT tunnel: its target. Requests inside carry origin-form URLs
     /// and are rebuilt as `https://` this authority; they were admitted with the CONNECT.
     intercepted: Option<http::uri::Authority>,
+    /// The connection's slot, for tunnels that outlive the exchange.
+    guard: Guard,
 }
 
 impl Handler {
+    fn new(live: Arc<Live>, index: usize, client: SocketAddr, guard: Guard) -> Handler {
+        let state = live.current();
+        let listener = listener_of(&state, index);
+        Handler { live, state, index, listener, client, intercepted: None, guard }
+    }
+
+    /// This handler with the state in force now, for a request starting now.
+    fn refreshed(mut self) -> Handler {
+        self.state = self.live.current();
+        self.listener = listener_of(&self.state, self.index);
+        self
+    }
+
     /// What every connection shares.
     pub(super) fn state(&self) -> &Arc<State> {
         &self.state
@@ -133,6 +165,11 @@ impl Handler {
     /// The client's address.
     pub(super) fn client_addr(&self) -> SocketAddr {
         self.client
+    }
+
+    /// The slot of this handler's client connection: a tunnel holds a clone while it is open.
+    pub(super) fn guard(&self) -> &Guard {
+        &self.guard
     }
 
     /// A handler for the decrypted requests of a tunnel to `origin`, same client and listener.
@@ -147,17 +184,22 @@ impl Handler {
 
     /// Serves one request; every failure becomes an error page, never a dropped connection.
     async fn handle(self, req: Request<Incoming>) -> Result<Response<ProxyBody>, Infallible> {
+        let this = self.refreshed();
+        if let Err(refused) = this.check_rate() {
+            // Counted by the limiter and logged once per run of refusals, not per request.
+            return Ok(own::error_page(&refused));
+        }
         let mut record = AccessRecord {
-            client: self.client,
+            client: this.client,
             method: req.method().clone(),
             url: req.uri().to_string(),
             status: 0,
             origin_bytes: 0,
-            profile: self.listener.profile.name.clone(),
+            profile: this.listener.profile.name.clone(),
             action: "pass",
             start: Instant::now(),
         };
-        let (response, counts_origin) = match self.serve(req, &mut record).await {
+        let (response, counts_origin) = match this.serve(req, &mut record).await {
             Ok(pair) => pair,
             Err(err) => {
                 log_failure(&err, &record);
@@ -174,6 +216,11 @@ impl Handler {
     /// The steps of a request. Returns the response and whether its body is the origin's
     /// own bytes streaming through (so they count as origin bytes in the log).
     async fn serve(&self, req: Request<Incoming>, record: &mut AccessRecord) -> Result<(Response<ProxyBody>, bool), ProxyError> {
+        // HTTP/1 heads are counted by the parser; this catches HTTP/2 inside a tunnel.
+        let max_headers = self.state.config.limits.max_headers;
+        if req.headers().len() > max_headers {
+            return Err(ProxyError::TooManyHeaders { count: req.headers().len(), max: max_headers });
+        }
         let target = match &self.intercepted {
             Some(origin) => Some(inside_tunnel(origin, &req, record)?),
             None => {
@@ -200,7 +247,7 @@ impl Handler {
         }
         if forward::is_upgrade(req.headers()) {
             record.action = "upgrade";
-            return Ok((forward::upgrade(&self.state, req, uri, &host).await?, false));
+            return Ok((forward::upgrade(&self.state, req, uri, &host, self.guard.clone()).await?, false));
         }
         let target = cached::Target { host: &host, uri, profile: &self.listener.profile };
         let served = cached::serve(&self.state, target, req).await?;
@@ -209,6 +256,20 @@ impl Handler {
         // Only a pass-through streams the origin's own bytes; rewrites and kept pages do not.
         Ok((served.response, !matches!(served.action, "rewrite" | "hit" | "revalidated")))
     }
+}
+
+impl Handler {
+    /// Takes a token from the client's bucket when `limits.client_rate` is set.
+    fn check_rate(&self) -> Result<(), ProxyError> {
+        let Some(rate) = &self.state.rate else { return Ok(()) };
+        rate.check(self.client.ip()).map_err(|retry_after| ProxyError::RateLimited { client: self.client.ip(), retry_after })
+    }
+}
+
+/// The settings of the listener at `index`. The state always has one per bound socket
+/// ([`State::assemble`]); the fallback only keeps a bug from becoming a panic.
+fn listener_of(state: &State, index: usize) -> Arc<ListenerConfig> {
+    state.listeners.get(index).or(state.listeners.first()).cloned().expect("a proxy has at least one listener")
 }
 
 /// The absolute target of a request; `None` for an origin-form request, which was sent to

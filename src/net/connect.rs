@@ -65,10 +65,13 @@ pub async fn tunnel(handler: &Handler, req: Request<Incoming>) -> Result<Respons
     }
     let upstream = open(state, &host, port).await?;
     let client = handler.client_addr();
-    tokio::spawn(async move {
+    // The tunnel holds the connection's slot: it counts against max_connections until it
+    // closes, and shutdown waits for it (then closes it at the drain deadline).
+    let guard = handler.guard().clone();
+    tokio::spawn(guard.tunnel(async move {
         let Some(downstream) = upgraded(req, &authority).await else { return };
         copy(downstream, upstream, &[], authority.to_string(), client).await;
-    });
+    }));
     Ok(ok())
 }
 
@@ -129,7 +132,8 @@ where
 /// serves requests through the handler whose future contains `tunnel`'s, and proving that
 /// task `Send` inside `tunnel` itself would be a cycle for the compiler.
 fn spawn_intercept(req: Request<Incoming>, handler: Handler, host: String, port: u16) {
-    tokio::spawn(intercept(req, handler, host, port));
+    let guard = handler.guard().clone();
+    tokio::spawn(guard.tunnel(intercept(req, handler, host, port)));
 }
 
 /// An intercepted tunnel: TLS is terminated and served, anything else is copied blindly.

@@ -62,6 +62,23 @@ pub enum ProxyError {
         #[source]
         source: super::resolve::ResolveError,
     },
+    /// The client sent more requests than `limits.client_rate` allows.
+    #[error("too many requests from {client}: try again in {} s (limits.client_rate)", super::rate::retry_after_secs(*.retry_after))]
+    RateLimited {
+        /// The client's address.
+        client: std::net::IpAddr,
+        /// When its next request would be served.
+        retry_after: Duration,
+    },
+    /// The request has more header fields than `limits.max_headers` (HTTP/1 requests are
+    /// refused by the parser before they get this far; this is for HTTP/2).
+    #[error("the request has {count} header fields, more than the {max} this proxy accepts (limits.max_headers)")]
+    TooManyHeaders {
+        /// Header fields sent.
+        count: usize,
+        /// The limit.
+        max: usize,
+    },
     /// The origin could not be reached (DNS, TCP, TLS).
     #[error("cannot connect to {host}: {}", describe(.source.as_ref()))]
     Connect {
@@ -131,7 +148,9 @@ impl ProxyError {
             | ProxyError::Forbidden { .. }
             | ProxyError::AuthRequired
             | ProxyError::Loop { .. }
-            | ProxyError::PortNotAllowed { .. } => Side::Downstream,
+            | ProxyError::PortNotAllowed { .. }
+            | ProxyError::RateLimited { .. }
+            | ProxyError::TooManyHeaders { .. } => Side::Downstream,
             ProxyError::Destination { source: super::resolve::ResolveError::Denied { .. } } => Side::Downstream,
             ProxyError::Destination { .. } => Side::Upstream,
             ProxyError::Connect { .. } | ProxyError::Upstream { .. } | ProxyError::Timeout { .. } | ProxyError::Decode { .. } => {
@@ -149,6 +168,8 @@ impl ProxyError {
             ProxyError::Destination { source: super::resolve::ResolveError::Denied { .. } } => StatusCode::FORBIDDEN,
             ProxyError::Destination { .. } => StatusCode::BAD_GATEWAY,
             ProxyError::AuthRequired => StatusCode::PROXY_AUTHENTICATION_REQUIRED,
+            ProxyError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ProxyError::TooManyHeaders { .. } => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             ProxyError::Loop { .. } => StatusCode::LOOP_DETECTED,
             ProxyError::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
             ProxyError::Connect { source, .. } if is_timeout(source.as_ref()) => StatusCode::GATEWAY_TIMEOUT,
@@ -240,5 +261,10 @@ mod tests {
         assert_eq!(ProxyError::BadRequest { reason: "x".into() }.status(), StatusCode::BAD_REQUEST);
         assert_eq!(ProxyError::Loop { target: "x".into() }.status(), StatusCode::LOOP_DETECTED);
         assert_eq!(ProxyError::AuthRequired.status(), StatusCode::PROXY_AUTHENTICATION_REQUIRED);
+        let limited = ProxyError::RateLimited { client: "10.0.0.1".parse().unwrap(), retry_after: Duration::from_millis(1500) };
+        assert_eq!((limited.status(), limited.side()), (StatusCode::TOO_MANY_REQUESTS, Side::Downstream));
+        assert!(limited.to_string().contains("try again in 2 s"), "{limited}");
+        let crowded = ProxyError::TooManyHeaders { count: 101, max: 100 };
+        assert_eq!((crowded.status(), crowded.side()), (StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, Side::Downstream));
     }
 }

@@ -25,11 +25,13 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 
 use super::bodies::{self, ProxyBody};
 use super::error::ProxyError;
+use super::resolve::{CheckedResolver, DenyRules, ResolveError};
 use super::State;
 use crate::config::UpstreamConfig;
 
-/// The pooled client every request to an origin goes through.
-pub type UpstreamClient = Client<HttpsConnector<HttpConnector>, Incoming>;
+/// The pooled client every request to an origin goes through. It resolves names with the
+/// deny rules checked ([`CheckedResolver`]).
+pub type UpstreamClient = Client<HttpsConnector<HttpConnector<CheckedResolver>>, Incoming>;
 
 /// Builds the upstream client from the config.
 pub fn client(cfg: &UpstreamConfig) -> UpstreamClient {
@@ -48,7 +50,7 @@ pub fn client(cfg: &UpstreamConfig) -> UpstreamClient {
         .expect("the ring provider supports the default protocol versions")
         .with_root_certificates(roots)
         .with_no_client_auth();
-    let mut http = HttpConnector::new();
+    let mut http = HttpConnector::new_with_resolver(CheckedResolver::new(cfg));
     http.enforce_http(false);
     http.set_nodelay(true);
     http.set_connect_timeout(Some(cfg.connect_timeout));
@@ -129,53 +131,44 @@ pub fn prepare(mut req: Request<Incoming>, uri: Uri, via: Option<&HeaderValue>) 
     Ok(req)
 }
 
-/// Sends a request upstream once its target passes the deny rules, waiting at most
-/// `cfg.response_timeout` for the response head.
-pub async fn send(client: &UpstreamClient, mut req: Request<Incoming>, host: &str, cfg: &UpstreamConfig) -> Result<Response<Incoming>, ProxyError> {
-    check_destination(&mut req, cfg).await?;
+/// Sends a request upstream, waiting at most `cfg.response_timeout` for the response head.
+/// A target named by address is checked against the deny rules here; a name is checked by the
+/// client's resolver on the addresses it resolves to, the only lookup it gets.
+pub async fn send(client: &UpstreamClient, req: Request<Incoming>, host: &str, cfg: &UpstreamConfig) -> Result<Response<Incoming>, ProxyError> {
+    check_address(req.uri(), cfg)?;
     let timeout = cfg.response_timeout;
     match tokio::time::timeout(timeout, client.request(req)).await {
         Err(_) => Err(ProxyError::Timeout { host: host.to_string(), what: "send response headers", after: timeout }),
-        Ok(Err(e)) if e.is_connect() => match find_tls_error(&e) {
-            Some(tls) => Err(ProxyError::Connect { host: host.to_string(), source: Box::new(UpstreamTlsError { host: host.to_string(), source: tls.clone() }) }),
-            None => Err(ProxyError::Connect { host: host.to_string(), source: Box::new(e) }),
-        },
+        Ok(Err(e)) if e.is_connect() => Err(connect_error(host, e)),
         Ok(Err(e)) => Err(ProxyError::Upstream { host: host.to_string(), source: Box::new(e) }),
         Ok(Ok(resp)) => Ok(resp),
     }
 }
 
-/// Checks every address of the request's target against the deny rules (nothing to do when
-/// there are none). A plain-HTTP request is then pinned to the first checked address (its
-/// `Host` header keeps the name), so the connector cannot resolve the name again to another
-/// address. An HTTPS request keeps its name, which TLS needs for SNI and verification, so
-/// the connector resolves it once more: a name re-pointed between the two lookups is the gap
-/// that remains there until the connector itself takes [`resolve`](super::resolve) as its
-/// resolver.
-async fn check_destination(req: &mut Request<Incoming>, cfg: &UpstreamConfig) -> Result<(), ProxyError> {
-    let rules = super::resolve::DenyRules::new(cfg);
-    if rules.is_empty() {
-        return Ok(());
+/// The deny rules on a target given as an IP address, which the connector connects to
+/// without asking its resolver.
+fn check_address(uri: &Uri, cfg: &UpstreamConfig) -> Result<(), ProxyError> {
+    let rules = DenyRules::new(cfg);
+    let host = uri.host().unwrap_or_default().trim_matches(|c| c == '[' || c == ']');
+    let Ok(ip) = host.parse::<std::net::IpAddr>() else { return Ok(()) };
+    super::resolve::check(host, &[std::net::SocketAddr::new(ip, 0)], rules).map_err(|source| ProxyError::Destination { source })
+}
+
+/// What a failed connection attempt means for the client: a refused destination (403) or a
+/// lookup out of time (504) found by the resolver, an untrusted certificate, or another
+/// connect failure.
+fn connect_error(host: &str, e: hyper_util::client::legacy::Error) -> ProxyError {
+    match super::error::find::<ResolveError>(&e) {
+        Some(ResolveError::Denied { host, addr, rule }) => {
+            return ProxyError::Destination { source: ResolveError::Denied { host: host.clone(), addr: *addr, rule: rule.clone() } };
+        }
+        Some(ResolveError::Timeout { after, .. }) => return ProxyError::Timeout { host: host.to_string(), what: "resolve", after: *after },
+        _ => {}
     }
-    let uri = req.uri().clone();
-    let is_https = uri.scheme() == Some(&http::uri::Scheme::HTTPS);
-    let (Some(host), Some(authority)) = (uri.host(), uri.authority()) else {
-        return Err(ProxyError::BadRequest { reason: "the request target has no host".into() });
-    };
-    let host = host.trim_matches(|c| c == '[' || c == ']');
-    let port = authority.port_u16().unwrap_or(if is_https { 443 } else { 80 });
-    let budget = cfg.connect_timeout;
-    let addrs = tokio::time::timeout(budget, super::resolve::resolve(host, port, rules))
-        .await
-        .map_err(|_| ProxyError::Timeout { host: host.to_string(), what: "resolve", after: budget })?
-        .map_err(|source| ProxyError::Destination { source })?;
-    if is_https {
-        return Ok(());
+    match find_tls_error(&e) {
+        Some(tls) => ProxyError::Connect { host: host.to_string(), source: Box::new(UpstreamTlsError { host: host.to_string(), source: tls.clone() }) },
+        None => ProxyError::Connect { host: host.to_string(), source: Box::new(e) },
     }
-    let mut parts = uri.into_parts();
-    parts.authority = addrs.first().and_then(|a| a.to_string().parse().ok());
-    *req.uri_mut() = Uri::from_parts(parts).map_err(|e| ProxyError::Internal { what: format!("pinning the target to its checked address: {e}") })?;
-    Ok(())
 }
 
 /// The origin's TLS failed: most often its certificate did not verify. The message says what
@@ -237,7 +230,8 @@ pub fn is_upgrade(headers: &HeaderMap) -> bool {
 /// Forwards a protocol-switch request. When the origin answers `101 Switching Protocols`,
 /// the client gets the `101` and both connections are spliced once each side has switched;
 /// any other answer is passed through as it is.
-pub async fn upgrade(state: &State, mut req: Request<Incoming>, uri: Uri, host: &str) -> Result<Response<ProxyBody>, ProxyError> {
+/// The switched connections hold `guard`, the client connection's slot, until they close.
+pub async fn upgrade(state: &State, mut req: Request<Incoming>, uri: Uri, host: &str, guard: super::drain::Guard) -> Result<Response<ProxyBody>, ProxyError> {
     let protocol = req.headers().get(header::UPGRADE).cloned().ok_or_else(|| ProxyError::BadRequest { reason: "Upgrade header missing".into() })?;
     let downstream = hyper::upgrade::on(&mut req);
     let via = state.config.upstream.send_via.then_some(&state.via);
@@ -256,7 +250,7 @@ pub async fn upgrade(state: &State, mut req: Request<Incoming>, uri: Uri, host: 
     };
     parts.headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
     parts.headers.insert(header::UPGRADE, protocol);
-    tokio::spawn(splice(downstream, upstream, host.to_string()));
+    tokio::spawn(guard.tunnel(splice(downstream, upstream, host.to_string())));
     Ok(Response::from_parts(parts, bodies::full(Bytes::new())))
 }
 

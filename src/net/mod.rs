@@ -3,7 +3,10 @@
 //! - [`Proxy`] binds every configured listener and runs their accept loops. Connections are
 //!   bounded by a semaphore (`limits.max_connections`); each gets its own task and a
 //!   [`conn::Handler`] that serves its requests one step at a time.
-//! - [`admit`]: allow list and proxy authentication.
+//! - [`reload`]: the running [`State`], replaced whole when the configuration is reloaded
+//!   through a [`ProxyHandle`].
+//! - [`drain`]: connection slots, tunnels included, and the two phases of shutdown.
+//! - [`admit`]: allow list and proxy authentication; [`rate`]: the per-client request rate.
 //! - [`forward`]: the pooled upstream client and request preparation.
 //! - [`cached`]: the cache step (lookup, single fill, revalidation), then forward and respond.
 //! - [`respond`]: classify a response, then pass it through or rewrite it.
@@ -16,28 +19,29 @@ pub mod bodies;
 pub mod cached;
 pub mod conn;
 pub mod connect;
+pub mod drain;
 pub mod error;
 pub mod forward;
 pub mod own;
+pub mod rate;
+pub mod reload;
 pub mod resolve;
 pub mod respond;
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use http::HeaderValue;
 use tokio::net::TcpListener;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::watch;
 
 use crate::config::{Config, ListenerConfig};
 pub use error::ProxyError;
+pub use reload::{ProxyHandle, Reloaded};
 
-/// How long in-flight requests may take to finish once shutdown starts.
-const DRAIN_DEADLINE: Duration = Duration::from_secs(10);
-
-/// What every connection shares: the config, the upstream client and pith's identity.
+/// What every request shares: the configuration and what was built from it. One state serves
+/// from one reload to the next; a request keeps the one it started with.
 pub struct State {
     /// The running configuration.
     pub config: Arc<Config>,
@@ -51,6 +55,11 @@ pub struct State {
     pub cache: Option<crate::cache::Cache>,
     /// Leaf certificates for intercepted hosts; `None` when `[intercept]` intercepts nothing.
     pub certs: Option<Arc<crate::tls::LeafCache>>,
+    /// The listeners as they run, in the order of the bound sockets: each one's bound address
+    /// with the profile, allow list and credentials now in force.
+    pub listeners: Vec<Arc<ListenerConfig>>,
+    /// The per-client request rate; `None` when `limits.client_rate` is off.
+    pub rate: Option<Arc<rate::RateLimiter>>,
 }
 
 impl State {
@@ -69,7 +78,7 @@ impl State {
     }
 }
 
-/// Startup failures.
+/// Failures to start, or to put a reloaded configuration in force.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     /// A listener could not bind.
@@ -94,62 +103,60 @@ pub enum StartError {
 
 /// The bound proxy, ready to run.
 pub struct Proxy {
-    state: Arc<State>,
-    listeners: Vec<(TcpListener, Arc<ListenerConfig>)>,
+    live: Arc<reload::Live>,
+    sockets: Vec<TcpListener>,
 }
 
 impl Proxy {
     /// Binds every listener of `config`. Port 0 picks a free port; see [`Proxy::local_addrs`].
     pub async fn bind(config: Config) -> Result<Proxy, StartError> {
-        let mut listeners = Vec::new();
+        let mut sockets = Vec::new();
         let mut own_addrs = Vec::new();
         for l in &config.listeners {
             let socket = TcpListener::bind(l.address).await.map_err(|source| StartError::Bind { address: l.address, source })?;
             let local = socket.local_addr().map_err(|source| StartError::Bind { address: l.address, source })?;
             own_addrs.push(local);
-            let mut l = l.clone();
-            l.address = local;
-            listeners.push((socket, Arc::new(l)));
+            sockets.push(socket);
         }
-        let client = forward::client(&config.upstream);
-        // Parse the shipped ad lists now (about 0.2 s) rather than inside the first request.
-        if config.profiles.values().any(|p| p.stage2.as_ref().is_some_and(|s| s.ads.is_none())) {
-            let filter = crate::html::ads::AdFilter::builtin();
-            tracing::debug!(rules = filter.rule_count(), "ad lists loaded");
-        }
+        let configured = config.listeners.iter().map(|l| l.address).collect();
         let via = HeaderValue::from_str(&format!("1.1 pith-{:08x}", process_token())).expect("ASCII text is a valid header value");
-        let cache = config.cache.enabled.then(|| crate::cache::Cache::new(&config.cache, &config.profiles));
-        let certs = load_certs(&config.intercept)?;
-        let state = Arc::new(State { config: Arc::new(config), client, via, own_addrs, cache, certs });
-        Ok(Proxy { state, listeners })
+        let state = State::assemble(config, via, own_addrs, None)?;
+        Ok(Proxy { live: Arc::new(reload::Live::new(state, configured)), sockets })
     }
 
     /// The addresses actually bound, in config order.
     pub fn local_addrs(&self) -> Vec<SocketAddr> {
-        self.state.own_addrs.clone()
+        self.live.current().own_addrs.clone()
     }
 
-    /// Serves until `shutdown` completes, then stops accepting and gives in-flight requests
-    /// a deadline to finish.
+    /// A handle to reload the configuration of this proxy while it runs.
+    pub fn handle(&self) -> ProxyHandle {
+        ProxyHandle { live: self.live.clone() }
+    }
+
+    /// Serves until `shutdown` completes, then stops accepting and gives open connections
+    /// and tunnels `limits.drain_timeout` (of the configuration then in force) to finish.
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
         let (stop_tx, stop_rx) = watch::channel(false);
-        let limit = Arc::new(Semaphore::new(self.state.config.limits.max_connections));
-        let graceful = Arc::new(hyper_util::server::graceful::GracefulShutdown::new());
         let mut loops = Vec::new();
-        for (socket, listener) in self.listeners {
-            tracing::info!(address = %listener.address, profile = %listener.profile.name, "listening");
-            let acceptor = conn::Acceptor { socket, listener, state: self.state.clone(), limit: limit.clone(), graceful: graceful.clone(), stop: stop_rx.clone() };
+        for (index, socket) in self.sockets.into_iter().enumerate() {
+            let state = self.live.current();
+            if let Some(l) = state.listeners.get(index) {
+                tracing::info!(address = %l.address, profile = %l.profile.name, "listening");
+            }
+            let acceptor = conn::Acceptor { socket, index, live: self.live.clone(), stop: stop_rx.clone() };
             loops.push(tokio::spawn(acceptor.run()));
         }
         shutdown.await;
-        tracing::info!("shutting down: no new connections; draining");
+        let deadline = self.live.current().config.limits.drain_timeout;
+        tracing::info!(open = self.live.drain.open_connections(), "shutting down: no new connections; draining for up to {} ms", deadline.as_millis());
         let _ = stop_tx.send(true);
         for l in loops {
             let _ = l.await;
         }
-        let graceful = Arc::try_unwrap(graceful).unwrap_or_else(|_| hyper_util::server::graceful::GracefulShutdown::new());
-        if tokio::time::timeout(DRAIN_DEADLINE, graceful.shutdown()).await.is_err() {
-            tracing::warn!("some connections did not finish within {} s", DRAIN_DEADLINE.as_secs());
+        let left = self.live.drain.shutdown(deadline).await;
+        if left > 0 {
+            tracing::warn!(left, "connections or tunnels still open after {} ms were closed", deadline.as_millis());
         }
     }
 }

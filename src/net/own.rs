@@ -57,8 +57,14 @@ pub fn error_page(err: &ProxyError) -> Response<ProxyBody> {
     };
     let body = format!("<p><strong>{}</strong></p><p>{}</p><p><small>pith {}</small></p>", escape(&err.reason()), side, env!("CARGO_PKG_VERSION"));
     let mut resp = page(status, &title, &body);
-    if matches!(err, ProxyError::AuthRequired) {
-        resp.headers_mut().insert(header::PROXY_AUTHENTICATE, HeaderValue::from_static("Basic realm=\"pith\", charset=\"UTF-8\""));
+    match err {
+        ProxyError::AuthRequired => {
+            resp.headers_mut().insert(header::PROXY_AUTHENTICATE, HeaderValue::from_static("Basic realm=\"pith\", charset=\"UTF-8\""));
+        }
+        ProxyError::RateLimited { retry_after, .. } => {
+            resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(super::rate::retry_after_secs(*retry_after)));
+        }
+        _ => {}
     }
     resp
 }
@@ -97,7 +103,9 @@ pub fn home(state: &State, path: &str) -> Response<ProxyBody> {
          <h2>Use it</h2><p>Set this address as the HTTP proxy of your browser or device, or try \
          <code>curl -x http://ADDRESS http://example.com/</code>.</p><h2>Listeners</h2><ul>",
     );
-    for l in &state.config.listeners {
+    // The listeners as they run: bound addresses (a port 0 resolved, a moved address not yet
+    // in force), with the settings now in force.
+    for l in &state.listeners {
         let _ = write!(body, "<li><code>{}</code>: profile <strong>{}</strong></li>", escape(&l.address.to_string()), escape(&l.profile.name));
     }
     body.push_str("</ul><h2>HTTPS</h2><p><a href=\"/ca\">The certificate to install</a> so that pith can de-clutter HTTPS pages too.</p><h2>Profiles</h2><ul>");

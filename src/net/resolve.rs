@@ -9,10 +9,20 @@
 //! connection attempt happens to pick. The addresses checked are the ones connected to,
 //! so a name that resolves differently a moment later (DNS rebinding) cannot slip through.
 //!
+//! The upstream client resolves names through [`CheckedResolver`], so a plain or intercepted
+//! HTTPS request is resolved once, by the connector, and connected only to checked addresses.
+//! The connector never resolves an IP-address target; the forward step checks those itself.
+//!
 //! This module owns the matching and the checked lookup; the config only holds the lists.
 
+use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
 
+use hyper_util::client::legacy::connect::dns::Name;
 use ipnet::IpNet;
 
 use crate::config::UpstreamConfig;
@@ -109,6 +119,14 @@ pub enum ResolveError {
         /// The host name.
         host: String,
     },
+    /// The name did not resolve within the connect budget.
+    #[error("cannot resolve {host} within {} ms", .after.as_millis())]
+    Timeout {
+        /// The host name.
+        host: String,
+        /// The budget (`upstream.connect_timeout_ms`).
+        after: Duration,
+    },
     /// One of the target's addresses is refused by a rule.
     #[error("{host} resolves to {addr}, which this proxy does not connect to: {rule}")]
     Denied {
@@ -146,6 +164,44 @@ pub fn check(host: &str, addrs: &[SocketAddr], rules: DenyRules<'_>) -> Result<(
         }
     }
     Ok(())
+}
+
+/// The upstream client's resolver: [`resolve`] with the deny rules of one config, bounded by
+/// its connect budget. Owns its rules, since the connector outlives any borrow of the config.
+#[derive(Debug, Clone)]
+pub struct CheckedResolver {
+    listed: Arc<[IpNet]>,
+    private: bool,
+    budget: Duration,
+}
+
+impl CheckedResolver {
+    /// The resolver for `cfg`'s deny rules and connect budget.
+    pub fn new(cfg: &UpstreamConfig) -> CheckedResolver {
+        CheckedResolver { listed: cfg.deny.clone().into(), private: cfg.deny_private, budget: cfg.connect_timeout }
+    }
+}
+
+impl tower_service::Service<Name> for CheckedResolver {
+    type Response = std::vec::IntoIter<SocketAddr>;
+    type Error = ResolveError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, ResolveError>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), ResolveError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    /// Resolves with port 0: the connector puts the URL's port on every address.
+    fn call(&mut self, name: Name) -> Self::Future {
+        let this = self.clone();
+        Box::pin(async move {
+            let rules = DenyRules { listed: &this.listed, private: this.private };
+            match tokio::time::timeout(this.budget, resolve(name.as_str(), 0, rules)).await {
+                Ok(addrs) => addrs.map(Vec::into_iter),
+                Err(_) => Err(ResolveError::Timeout { host: name.as_str().to_string(), after: this.budget }),
+            }
+        })
+    }
 }
 
 #[cfg(test)]
@@ -206,6 +262,19 @@ mod tests {
     #[tokio::test]
     async fn names_are_checked_on_what_they_resolve_to() {
         let err = resolve("localhost", 8080, rules(&[], true)).await.unwrap_err();
+        assert!(matches!(err, ResolveError::Denied { ref host, .. } if host == "localhost"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn the_connector_resolver_checks_what_it_resolves() {
+        use std::str::FromStr;
+        use tower_service::Service;
+        let mut cfg = crate::config::Config::from_toml_str("[[listener]]\naddress = \"127.0.0.1:1\"\n", "t", None).unwrap().upstream;
+        let name = Name::from_str("localhost").unwrap();
+        let addrs: Vec<SocketAddr> = CheckedResolver::new(&cfg).call(name.clone()).await.expect("no rules: resolved").collect();
+        assert!(!addrs.is_empty() && addrs.iter().all(|a| a.ip().is_loopback() && a.port() == 0), "{addrs:?}");
+        cfg.deny_private = true;
+        let err = CheckedResolver::new(&cfg).call(name).await.expect_err("loopback is private");
         assert!(matches!(err, ResolveError::Denied { ref host, .. } if host == "localhost"), "{err}");
     }
 }
