@@ -23,22 +23,35 @@ use std::cell::{Cell, RefCell};
 
 use markup5ever::interface::tree_builder::{ElemName, ElementFlags, NodeOrText, QuirksMode};
 use markup5ever::interface::TreeSink;
-use markup5ever::tendril::{StrTendril, TendrilSink};
+use markup5ever::tendril::StrTendril;
+#[cfg(test)]
+use markup5ever::tendril::TendrilSink;
 use markup5ever::{ns, Attribute, LocalName, Namespace, QualName};
 
 use super::{Attr, Element, Node, NodeKind, Ns, Span, Tree, NONE};
 
-/// Bytes fed to the parser at a time, so that the depth guard acts soon after it trips: a
-/// chunk holds at most about 800 tags, each walking at most that many open elements beyond the
-/// limit.
+/// Bytes fed to html5ever's tokenizer at a time in the reference parse, so that the depth
+/// guard acts soon after it trips.
+#[cfg(test)]
 const CHUNK: usize = 4096;
 
 /// Parses `html` into a tree whose flags and statistics are still empty, stopping once an
-/// element lands deeper than `max_depth`.
+/// element lands deeper than `max_depth`: pith's tokenizer ([`super::lex`]) feeding
+/// html5ever's tree builder.
 pub(super) fn parse(html: &str, max_depth: u32) -> Tree {
     let sink = Sink::new(max_depth);
     // Real pages hold about one node per 50 to 100 bytes; reserving avoids most regrowth.
     sink.nodes.borrow_mut().reserve(html.len() / 64);
+    let builder = html5ever::tree_builder::TreeBuilder::new(sink, Default::default());
+    super::lex::run(html, &builder, || builder.sink.too_deep.get());
+    builder.sink.finish()
+}
+
+/// The same tree built through html5ever's own tokenizer: the reference the tests compare
+/// [`parse`] with.
+#[cfg(test)]
+pub(super) fn parse_reference(html: &str, max_depth: u32) -> Tree {
+    let sink = Sink::new(max_depth);
     let mut parser = html5ever::parse_document(sink, html5ever::ParseOpts::default());
     let mut rest = html;
     while !rest.is_empty() {
