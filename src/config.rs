@@ -215,6 +215,8 @@ pub struct RawLimits {
     pub client_burst: Spanned<u32>,
     /// Time given to open connections and tunnels to finish at shutdown.
     pub drain_timeout_ms: u64,
+    /// How long a connection past `max_connections` waits for a slot before it gets 503.
+    pub connection_wait_ms: u64,
 }
 
 impl Default for RawLimits {
@@ -228,6 +230,7 @@ impl Default for RawLimits {
             client_rate: Spanned::new(0..0, 0),
             client_burst: Spanned::new(0..0, 0),
             drain_timeout_ms: 10_000,
+            connection_wait_ms: 2_000,
         }
     }
 }
@@ -453,6 +456,8 @@ pub struct Limits {
     pub client_rate: Option<RateLimit>,
     /// Time open connections and tunnels get to finish at shutdown before they are closed.
     pub drain_timeout: Duration,
+    /// How long a connection past `max_connections` waits for a slot before it is answered 503.
+    pub connection_wait: Duration,
 }
 
 /// A token bucket per client address: `burst` requests at once, refilled at `per_second`.
@@ -777,6 +782,7 @@ impl Validator<'_> {
             max_headers: *l.max_headers.get_ref(),
             client_rate: self.client_rate(l)?,
             drain_timeout: Duration::from_millis(l.drain_timeout_ms),
+            connection_wait: Duration::from_millis(l.connection_wait_ms),
         })
     }
 

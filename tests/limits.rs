@@ -160,6 +160,22 @@ async fn a_client_that_sends_nothing_is_closed_and_frees_its_slot() {
 }
 
 #[tokio::test]
+async fn a_connection_past_the_limit_waits_briefly_then_gets_503() {
+    let origin = hello_origin().await;
+    let pith = start("[limits]\nmax_connections = 1\nconnection_wait_ms = 200").await;
+    let holder = TcpStream::connect(pith.addr).await.expect("connect");
+    until_open(&pith, 1).await;
+    let refused = exchange(pith.addr, &request("GET", &origin.url("/"), "")).await;
+    assert_eq!(refused.status, 503, "{}", refused.text());
+    assert_eq!(refused.header("retry-after"), Some("1"));
+    assert!(origin.received().is_empty(), "a refused connection reaches no origin");
+    drop(holder);
+    until_open(&pith, 0).await;
+    let resp = exchange(pith.addr, &request("GET", &origin.url("/"), "")).await;
+    assert_eq!((resp.status, resp.text().as_str()), (200, "hello"), "served once the slot is free");
+}
+
+#[tokio::test]
 async fn an_open_tunnel_counts_against_max_connections() {
     let (echo, origin) = (echo_origin().await, hello_origin().await);
     let pith = start("[upstream]\nconnect_ports = []\n[limits]\nmax_connections = 1").await;

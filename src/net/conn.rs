@@ -32,15 +32,24 @@ pub(super) struct Acceptor {
     pub stop: watch::Receiver<bool>,
 }
 
+/// Connections past `max_connections` that a listener holds while they wait for a slot; more
+/// stay in the kernel's listen queue, so a flood costs at most this many descriptors.
+const MAX_WAITING: usize = 64;
+
 impl Acceptor {
-    /// Accepts until told to stop. A connection first takes a permit, so past
-    /// `max_connections` new clients wait in the kernel's listen queue instead of using file
-    /// descriptors. Accept errors (e.g. out of descriptors) back off instead of spinning.
+    /// Accepts until told to stop. An accepted connection takes a `max_connections` permit
+    /// if one is free; otherwise it waits `limits.connection_wait` for one (the semaphore
+    /// hands freed permits to waiters in turn) and then gets a clean 503 with Retry-After
+    /// rather than hanging. At most [`MAX_WAITING`] wait at a time: the loop takes a waiting
+    /// place before it accepts, so past that clients stay in the kernel's listen queue and a
+    /// flood cannot exhaust file descriptors. Accept errors (e.g. out of descriptors) back off
+    /// instead of spinning.
     pub async fn run(mut self) {
         let mut backoff = Duration::from_millis(5);
+        let waiting = Arc::new(tokio::sync::Semaphore::new(MAX_WAITING));
         loop {
-            let permit = tokio::select! {
-                p = self.live.limit.clone().acquire_owned() => p.expect("the connection semaphore is never closed"),
+            let place = tokio::select! {
+                w = waiting.clone().acquire_owned() => w.expect("the waiting semaphore is never closed"),
                 _ = self.stop.changed() => return,
             };
             let accepted = tokio::select! {
@@ -50,9 +59,16 @@ impl Acceptor {
             match accepted {
                 Ok((stream, client)) => {
                     backoff = Duration::from_millis(5);
-                    let guard = self.live.drain.guard(permit);
-                    let handler = Handler::new(self.live.clone(), self.index, client, guard.clone());
-                    tokio::spawn(serve_connection(stream, handler, guard));
+                    match self.live.limit.clone().try_acquire_owned() {
+                        Ok(permit) => {
+                            drop(place);
+                            spawn_connection(&self.live, self.index, stream, client, permit);
+                        }
+                        Err(_) => {
+                            let (live, index) = (self.live.clone(), self.index);
+                            tokio::spawn(wait_for_slot(live, index, stream, client, place));
+                        }
+                    }
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "accept failed; backing off {} ms", backoff.as_millis());
@@ -60,6 +76,36 @@ impl Acceptor {
                     backoff = (backoff * 2).min(Duration::from_secs(1));
                 }
             }
+        }
+    }
+}
+
+fn spawn_connection(live: &Arc<Live>, index: usize, stream: tokio::net::TcpStream, client: SocketAddr, permit: tokio::sync::OwnedSemaphorePermit) {
+    let guard = live.drain.guard(permit);
+    let handler = Handler::new(live.clone(), index, client, guard.clone());
+    tokio::spawn(serve_connection(stream, handler, guard));
+}
+
+/// A connection accepted past `max_connections`: served if a slot frees within
+/// `limits.connection_wait`, else answered 503 with Retry-After and closed.
+async fn wait_for_slot(live: Arc<Live>, index: usize, mut stream: tokio::net::TcpStream, client: SocketAddr, place: tokio::sync::OwnedSemaphorePermit) {
+    let wait = live.current().config.limits.connection_wait;
+    match tokio::time::timeout(wait, live.limit.clone().acquire_owned()).await {
+        Ok(Ok(permit)) => {
+            drop(place);
+            spawn_connection(&live, index, stream, client, permit);
+        }
+        _ => {
+            drop(place);
+            tracing::debug!(%client, "refused a connection: {} connections open for {} ms", live.drain.open_connections(), wait.as_millis());
+            const BODY: &str = "pith is serving as many connections as it is allowed to; try again shortly.\n";
+            let head = format!(
+                "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{BODY}",
+                BODY.len()
+            );
+            use tokio::io::AsyncWriteExt;
+            let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(head.as_bytes())).await;
+            let _ = tokio::time::timeout(Duration::from_secs(1), stream.shutdown()).await;
         }
     }
 }

@@ -1,7 +1,8 @@
 //! The network side: listeners, connections, and the steps of one proxied request.
 //!
 //! - [`Proxy`] binds every configured listener and runs their accept loops. Connections are
-//!   bounded by a semaphore (`limits.max_connections`); each gets its own task and a
+//!   bounded by a semaphore (`limits.max_connections`; past it a connection waits briefly,
+//!   then gets 503); each gets its own task and a
 //!   [`conn::Handler`] that serves its requests one step at a time.
 //! - [`reload`]: the running [`State`], replaced whole when the configuration is reloaded
 //!   through a [`ProxyHandle`].
