@@ -864,16 +864,22 @@ fn key_at(text: &str, offset: usize) -> String {
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
     let line_end = text[line_start..].find('\n').map_or(text.len(), |i| line_start + i);
     let line = &text[line_start..line_end];
-    let local = line.split_once('=').map(|(k, _)| k.trim().trim_matches('"').to_string());
+    // An empty name (`= 1`, `[]`) is no name: the message would read "key ``".
+    let local = line
+        .split_once('=')
+        .map(|(k, _)| k.trim().trim_matches('"').to_string())
+        .filter(|k| !k.is_empty());
     let table = before[..line_start]
         .lines()
         .rev()
         .map(str::trim)
         .find(|l| l.starts_with('['))
-        .map(|l| l.trim_matches(|c| c == '[' || c == ']').trim().to_string());
+        .map(|l| l.trim_matches(|c| c == '[' || c == ']').trim().to_string())
+        .filter(|t| !t.is_empty());
     let header = line.trim();
+    let named = header.trim_matches(|c| c == '[' || c == ']').trim();
     match (table, local) {
-        _ if header.starts_with('[') => header.trim_matches(|c| c == '[' || c == ']').trim().to_string(),
+        _ if header.starts_with('[') && !named.is_empty() => named.to_string(),
         (Some(t), Some(k)) => format!("{t}.{k}"),
         (None, Some(k)) => k,
         (Some(t), None) => t,
@@ -935,10 +941,43 @@ mod tests {
         };
     }
 
-    rejected!(unknown_key_named, "[upstream]\nconect_timeout_ms = 5\n", "test.toml:2:", "upstream.conect_timeout_ms", "unknown field");
-    rejected!(wrong_type_named, "[limits]\n\nmax_connections = \"many\"\n", "test.toml:3:", "limits.max_connections");
-    rejected!(bad_address, "[[listener]]\naddress = \"localhost\"\n", "test.toml:2:", "listener.address");
-    rejected!(bad_network, "[[listener]]\naddress = \"127.0.0.1:1\"\nallow = [\"10.0.0.0/33\"]\n", "test.toml:3:", "listener.allow");
+    rejected!(
+        unknown_key_named,
+        "[upstream]\nconect_timeout_ms = 5\n",
+        "test.toml:2:",
+        "upstream.conect_timeout_ms",
+        "unknown field"
+    );
+    rejected!(
+        wrong_type_named,
+        "[limits]\n\nmax_connections = \"many\"\n",
+        "test.toml:3:",
+        "limits.max_connections"
+    );
+    rejected!(
+        bad_address,
+        "[[listener]]\naddress = \"localhost\"\n",
+        "test.toml:2:",
+        "listener.address"
+    );
+    rejected!(
+        nameless_key_located,
+        "# a comment\n= \"value\"\n",
+        "test.toml:2:",
+        "key `(top level)`"
+    );
+    rejected!(
+        nameless_table_located,
+        "[log]\n[]\n",
+        "test.toml:2:",
+        "key `log`"
+    );
+    rejected!(
+        bad_network,
+        "[[listener]]\naddress = \"127.0.0.1:1\"\nallow = [\"10.0.0.0/33\"]\n",
+        "test.toml:3:",
+        "listener.allow"
+    );
     rejected!(bad_deny_network, "[upstream]\ndeny = [\"10.0.0.0/8\", \"nonsense\"]\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "upstream.deny", "nonsense");
 
     #[test]

@@ -57,6 +57,12 @@ pub fn render_node(tree: &Tree, id: NodeId) -> String {
             Edge::Close(node) => {
                 if let Some(e) = tree.element(node) {
                     if !crate::dom::is_void(e) && !after_plaintext {
+                        if e.ns == Ns::Html
+                            && e.name == local_name!("script")
+                            && ends_double_escaped(tree, node)
+                        {
+                            out.push_str("-->");
+                        }
                         out.push_str("</");
                         out.push_str(&e.name);
                         out.push('>');
@@ -137,6 +143,44 @@ fn escape(text: &str, attribute: bool, out: &mut String) {
     out.push_str(&text[plain..]);
 }
 
+/// Whether a script's text leaves the tokenizer "double escaped" (HTML §13.2.5.20–31: `<!--`,
+/// then `<script`, with no `-->` or `</script` after), where `</script>` no longer ends the
+/// element and everything after it would become script text. A script cut off by the end of
+/// its page can end so; the renderer then writes `-->` first, which returns to plain script
+/// data. Any other script text is written unchanged.
+fn ends_double_escaped(tree: &Tree, script: NodeId) -> bool {
+    let (mut escaped, mut double) = (false, false);
+    for text in tree
+        .children(script)
+        .filter(|&c| !tree.is_removed(c))
+        .filter_map(|c| tree.text(c))
+    {
+        let bytes = text.as_bytes();
+        for i in 0..bytes.len() {
+            let rest = &bytes[i..];
+            if !escaped {
+                // `<!-->` opens and closes at once: the dashes are shared.
+                escaped = rest.starts_with(b"<!--") && !rest[4..].starts_with(b">");
+            } else if rest.starts_with(b"-->") {
+                (escaped, double) = (false, false);
+            } else if script_tag_at(rest, !double) {
+                double = !double;
+            }
+        }
+    }
+    double
+}
+
+/// Whether `rest` starts with `<script` (`open`) or `</script` followed by what ends a tag name.
+fn script_tag_at(rest: &[u8], open: bool) -> bool {
+    let name: &[u8] = if open { b"<script" } else { b"</script" };
+    rest.len() > name.len()
+        && rest[..name.len()].eq_ignore_ascii_case(name)
+        && matches!(
+            rest[name.len()],
+            b' ' | b'\t' | b'\n' | b'\x0c' | b'/' | b'>'
+        )
+}
 
 /// Elements whose text the parser keeps undecoded (scripting on, as in [`crate::dom`]).
 fn is_raw_text(e: &Element) -> bool {
@@ -197,6 +241,9 @@ mod tests {
             => "<body><template><tr><td>x</td></tr></template><p>y</p></body>";
         comments_are_kept: "<p>a<!-- note -->b</p>" => "<body><p>a<!-- note -->b</p></body>";
         non_ascii_passes_through: "<p>naïve – 日本</p>" => "<body><p>naïve – 日本</p></body>";
+        script_left_double_escaped_is_closed: "<body><script><!--<script>a" => "<body><script><!--<script>a--></script></body>";
+        script_escapes_closed_in_text_stay: "<body><script><!--<SCRIPT>a</script >b--></script><script><!-->x"
+            => "<body><script><!--<SCRIPT>a</script >b--></script><script><!-->x</script></body>";
     }
 
     #[test]

@@ -29,15 +29,16 @@ fn inflate(
     let mut pos = 0;
     loop {
         let (in_before, out_before) = (inflater.total_in(), inflater.total_out());
-        let status = inflater
-            .decompress(&input[pos..], out, FlushDecompress::None)
-            .map_err(|err| corrupt(coding, err.into()))?;
+        let result = inflater.decompress(&input[pos..], out, FlushDecompress::None);
         let used = (inflater.total_in() - in_before) as usize;
         let made = (inflater.total_out() - out_before) as usize;
         pos += used;
+        // What was decoded before an error goes on first (the counters include it), so that a
+        // body both over the cap and corrupt gets the same verdict however it was chunked.
         if made > 0 {
             emit(&out[..made])?;
         }
+        let status = result.map_err(|err| corrupt(coding, err.into()))?;
         if status == Status::StreamEnd {
             return Ok(Inflated::Ended { consumed: pos });
         }
@@ -432,5 +433,40 @@ mod tests {
         }
         assert_eq!(header.part, HeaderPart::Name);
         assert!(header.push(0).unwrap(), "the name's zero ends the header");
+    }
+
+    /// Raw deflate: a stored block of 200 bytes, then a block of the reserved type 3.
+    fn stored_then_invalid() -> Vec<u8> {
+        let mut data = vec![0x00, 200, 0, !200, 0xff];
+        data.extend(std::iter::repeat_n(b'x', 200));
+        data.push(0x07);
+        data
+    }
+
+    #[test]
+    fn over_the_cap_before_corruption_is_the_same_verdict_at_any_pace() {
+        let data = stored_then_invalid();
+        let whole = decode_all(&[Coding::Deflate], &data, 64);
+        assert!(
+            matches!(whole, Err(DecodeError::LimitExceeded { limit: 64 })),
+            "{whole:?}"
+        );
+        let mut decoder = crate::body::Decoder::new(&[Coding::Deflate], 64);
+        let first = decoder.decode(&data[..100], false);
+        assert!(
+            matches!(first, Err(DecodeError::LimitExceeded { limit: 64 })),
+            "{first:?}"
+        );
+        let roomy = decode_all(&[Coding::Deflate], &data, 1024);
+        assert!(
+            matches!(
+                roomy,
+                Err(DecodeError::Corrupt {
+                    coding: Coding::Deflate,
+                    ..
+                })
+            ),
+            "{roomy:?}"
+        );
     }
 }
