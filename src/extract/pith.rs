@@ -40,13 +40,16 @@
 //! analysis reads the tree's precomputed statistics in a fixed number of linear passes, so
 //! no per-node allocation and no recursion.
 
+mod anchor;
 mod clean;
 mod hints;
+mod lines;
 mod score;
 
 use crate::dom::{NodeId, Tree};
 
 use super::algorithm::keep_only;
+use anchor::Title;
 use score::{Analysis, Selection};
 
 /// The knobs of the extractor; [`Default`] gives the values the module doc explains.
@@ -143,21 +146,25 @@ pub fn assess(tree: &Tree, params: &Params) -> Assessment {
 /// The full decision: selection, expansion and cleaning, with the retry without stripping.
 fn plan(tree: &Tree, params: &Params) -> Option<Plan> {
     tree.body()?;
-    let first = plan_once(tree, true);
+    let title = Title::of(tree);
+    let first = plan_once(tree, &title, true);
     if first.as_ref().is_some_and(|p| p.chars >= params.min_chars) {
         return first;
     }
-    let second = plan_once(tree, false);
+    let second = plan_once(tree, &title, false);
     match (first, second) {
         (Some(a), Some(b)) => Some(if b.chars > a.chars { b } else { a }),
         (a, b) => a.or(b),
     }
 }
 
-fn plan_once(tree: &Tree, strip: bool) -> Option<Plan> {
-    let analysis = Analysis::of(tree, strip);
+fn plan_once(tree: &Tree, title: &Title, strip: bool) -> Option<Plan> {
+    let analysis = Analysis::of(tree, title, strip);
     let Selection { roots, .. } = score::select(tree, &analysis)?;
-    let cleaning = clean::clean(tree, &analysis, &roots);
+    let cleaning = clean::clean(tree, &analysis, title, &roots);
+    if std::env::var_os("PITH_DEBUG").is_some() {
+        debug_dump(tree, &analysis, &roots, &cleaning.drop, strip);
+    }
     if cleaning.chars == 0 {
         return None; // everything judged clutter: the choice was wrong, not the page empty
     }
@@ -168,6 +175,70 @@ fn plan_once(tree: &Tree, strip: bool) -> Option<Plan> {
         link_chars: cleaning.link_chars,
     })
 }
+
+// DEBUG-BEGIN
+fn debug_label(tree: &Tree, id: NodeId) -> String {
+    let mut s = tree.tag(id).unwrap_or("#").to_string();
+    if let Some(v) = tree.attr(id, "id") {
+        s += "#";
+        s += v;
+    }
+    if let Some(v) = tree.attr(id, "class") {
+        s += ".";
+        s += &v.split_whitespace().collect::<Vec<_>>().join(".");
+    }
+    s.chars().take(90).collect()
+}
+fn debug_text(tree: &Tree, id: NodeId) -> String {
+    let mut t = String::new();
+    for d in tree.descendants(id) {
+        if let Some(x) = tree.text(d) {
+            if tree.is_shown(d) {
+                t += x;
+                t += " ";
+            }
+        }
+        if t.len() > 200 {
+            break;
+        }
+    }
+    crate::dom::words(&t)
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .take(80)
+        .collect()
+}
+fn debug_dump(tree: &Tree, a: &Analysis, roots: &[NodeId], drop: &[NodeId], strip: bool) {
+    eprintln!(
+        "== strip={strip} anchor={:?}",
+        a.anchor.map(|x| debug_label(tree, x))
+    );
+    for &r in roots {
+        let mut chain = Vec::new();
+        let mut up = Some(r);
+        while let Some(u) = up {
+            chain.push(debug_label(tree, u));
+            up = tree.parent(u);
+        }
+        chain.reverse();
+        eprintln!(
+            "ROOT score={:.1} chars={} {}",
+            a.final_score(r),
+            a.chars[r.index()],
+            chain.join(" > ")
+        );
+    }
+    for &d in drop {
+        eprintln!(
+            "  drop {} [{}] {}",
+            debug_label(tree, d),
+            a.chars[d.index()],
+            debug_text(tree, d)
+        );
+    }
+}
+// DEBUG-END
 
 #[cfg(test)]
 mod tests {
@@ -226,7 +297,10 @@ mod tests {
             links(5)
         );
         // The reading page keeps figures whole, caption included.
-        assert_eq!(extracted(&html), format!("{PROSE}\nA caption, with credit\n{PROSE}\n"));
+        assert_eq!(
+            extracted(&html),
+            format!("{PROSE}\nA caption, with credit\n{PROSE}\n")
+        );
     }
 
     #[test]
@@ -266,6 +340,56 @@ mod tests {
         assert!(
             verdict.content_non_link >= 2 * PROSE.len() as u32 - 10,
             "{verdict:?}"
+        );
+    }
+
+    #[test]
+    fn other_articles_beside_the_titled_one_are_teasers() {
+        let teaser = format!(
+            "<article><h3>Another story</h3><p>{PROSE}</p><a href=/x>Read more</a></article>"
+        );
+        let html = format!(
+            "<head><title>The bridge reopens after repairs | Daily</title></head><body><div id=wrap>\
+             <article><h1>The bridge reopens after repairs</h1><p>Opening: {PROSE}</p><p>{PROSE}</p>\
+             </article><article><h2>You may like</h2>{teaser}{teaser}{teaser}</article></div></body>"
+        );
+        assert_eq!(extracted(&html), format!("Opening: {PROSE}\n{PROSE}\n"));
+    }
+
+    #[test]
+    fn an_article_wrapping_the_title_alone_is_not_the_story() {
+        let html = format!(
+            "<head><title>The bridge reopens after repairs | Daily</title></head><body>\
+             <article><h1>The bridge reopens after repairs</h1><p>By A. Writer</p></article>\
+             <article><p>Body: {PROSE}</p><p>{PROSE}</p><p>{PROSE}</p></article></body>"
+        );
+        assert!(extracted(&html).starts_with("Body: "));
+    }
+
+    #[test]
+    fn a_quoted_post_in_a_social_wrapper_stays() {
+        let html = format!(
+            "<body><article><p>{PROSE}</p><div class='social-embed'><blockquote class=tweet>\
+             <p>A post the story quotes <a href=/t>pic.example/x1</a></p>\
+             <a href=/s>November 18, 2019</a></blockquote></div><p>{PROSE}</p>\
+             <div class=share><a href=/f>Facebook</a> <a href=/t>Twitter</a></div></article></body>"
+        );
+        let text = extracted(&html);
+        assert!(text.contains("A post the story quotes"), "{text}");
+        assert!(!text.contains("Facebook"), "{text}");
+    }
+
+    #[test]
+    fn datelines_counters_and_contact_lines_around_the_text_go() {
+        let html = format!(
+            "<body><article><p>Published November 20th, 2019 - 07:29 GMT</p><p>{PROSE}</p>\
+             <div><span>Image 1 of 5</span><img src=a.jpg></div><p>The vote closes at 18:00 on Friday.</p>\
+             <p>{PROSE}</p><p>Have a tip? Write to the reporter at news@example.org.</p>\
+             <p>Updated at 1:23 p.m.</p></article></body>"
+        );
+        assert_eq!(
+            extracted(&html),
+            format!("{PROSE}\nThe vote closes at 18:00 on Friday.\n{PROSE}\n")
         );
     }
 

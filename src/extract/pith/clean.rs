@@ -22,13 +22,27 @@
 
 use markup5ever::local_name;
 
+use super::anchor::Title;
 use super::hints::Hints;
-use super::score::Analysis;
-use crate::dom::{Element, NodeId, NodeKind, Ns, Tree};
+use super::lines;
+use super::score::{is_prose, marks, Analysis};
+use crate::dom::{is_block, Element, NodeId, NodeKind, Ns, Tree};
 
 /// A container with less text than this (characters), no image and no heading is debris: an
 /// "Advertisement" label, an empty wrapper, a lone icon caption.
 pub const MIN_BLOCK: u32 = 25;
+
+/// The longest block read as a metadata line (a dateline): longer ones are text.
+pub const MAX_LINE: u32 = 80;
+
+/// The longest block compared with the page's title (characters).
+pub const MAX_TITLE: u32 = 300;
+
+/// The longest block read as a contact or follow line at the end of an article.
+pub const MAX_CONTACT: u32 = 300;
+
+/// The article's tail: a block with at most this much prose after it (characters).
+pub const MAX_TAIL_PROSE: u32 = 200;
 
 /// The counts of a subtree's kept part that the conditional rules read.
 #[derive(Clone, Copy, Default, Debug)]
@@ -43,6 +57,7 @@ struct Counts {
     embeds: u32,
     heading_chars: u32,
     time_chars: u32,
+    quote_chars: u32,
 }
 
 impl Counts {
@@ -57,6 +72,7 @@ impl Counts {
         self.embeds += o.embeds;
         self.heading_chars += o.heading_chars;
         self.time_chars += o.time_chars;
+        self.quote_chars += o.quote_chars;
     }
 
     fn link_density(&self) -> f32 {
@@ -80,13 +96,22 @@ pub struct Cleaning {
 }
 
 /// Judges every block inside `roots` (the roots themselves stay).
-pub fn clean(tree: &Tree, a: &Analysis, roots: &[NodeId]) -> Cleaning {
+pub fn clean(tree: &Tree, a: &Analysis, title: &Title, roots: &[NodeId]) -> Cleaning {
     let mut out = Cleaning::default();
     let prose: u32 = roots.iter().map(|r| a.prose[r.index()]).sum();
-    let judge = Judge { a, prose };
+    let (first_prose, prose_end) = prose_run(tree, a, roots);
+    let judge = Judge {
+        a,
+        title,
+        prose,
+        first_prose,
+        prose_end,
+    };
     let mut counts: Vec<Counts> = Vec::new();
     let mut dropped: Vec<bool> = Vec::new();
-    for &root in roots {
+    // Prose characters after the node being judged: the pass runs backwards, roots included.
+    let mut after = 0u32;
+    for &root in roots.iter().rev() {
         let start = root.index();
         let len = tree.descendants(root).len();
         counts.clear();
@@ -101,12 +126,15 @@ pub fn clean(tree: &Tree, a: &Analysis, roots: &[NodeId]) -> Cleaning {
                     c.chars = tree.stats(id).text_chars;
                     if tree.is_in_link(id) {
                         c.link_chars = c.chars;
+                    } else if !a.unlikely[i] && is_prose(&a.own[a.block_of[i] as usize]) {
+                        after += c.chars;
                     }
                     c.commas = commas(tree.str(*span));
                 }
                 NodeKind::Element(e) => {
                     add_own(tree, id, e, &mut c);
-                    let drop = judge.should_drop(tree, id, e, &c)
+                    let tail = after.saturating_sub(a.prose[i]) <= MAX_TAIL_PROSE;
+                    let drop = judge.should_drop(tree, id, e, &c, tail)
                         || introduces_dropped(tree, id, e, start, &dropped);
                     if i != start && drop {
                         dropped[i - start] = true;
@@ -151,6 +179,7 @@ fn add_own(tree: &Tree, id: NodeId, e: &Element, c: &mut Counts) {
         | local_name!("h5")
         | local_name!("h6") => c.heading_chars = c.chars,
         local_name!("time") => c.time_chars = c.chars,
+        local_name!("blockquote") => c.quote_chars = c.chars,
         _ => {}
     }
 }
@@ -158,13 +187,20 @@ fn add_own(tree: &Tree, id: NodeId, e: &Element, c: &mut Counts) {
 /// What the rules read besides the counts.
 struct Judge<'a> {
     a: &'a Analysis,
+    /// The page's title, which the reading page shows apart.
+    title: &'a Title<'a>,
     /// The prose of the whole selection.
     prose: u32,
+    /// Where the selection's first paragraph of prose starts (a node index).
+    first_prose: usize,
+    /// Where its last paragraph of prose ends (one past its last node).
+    prose_end: usize,
 }
 
 impl Judge<'_> {
     /// The rules of the module doc, for one element with the counts of its kept subtree.
-    fn should_drop(&self, tree: &Tree, id: NodeId, e: &Element, c: &Counts) -> bool {
+    /// `tail`: at most [`MAX_TAIL_PROSE`] of prose follows the element.
+    fn should_drop(&self, tree: &Tree, id: NodeId, e: &Element, c: &Counts, tail: bool) -> bool {
         let a = self.a;
         let i = id.index();
         if a.unlikely[i] {
@@ -174,46 +210,18 @@ impl Judge<'_> {
             return false;
         }
         let h = a.hints[i];
-        match e.name {
-            local_name!("footer") => return !in_quote(tree, id),
-            // An article's header without prose: its title, byline and date, which the reading
-            // page shows apart.
-            local_name!("header") if a.prose[i] == 0 => return true,
-            local_name!("form")
-            | local_name!("fieldset")
-            | local_name!("button")
-            | local_name!("input")
-            | local_name!("select")
-            | local_name!("textarea")
-            | local_name!("iframe")
-            | local_name!("object")
-            | local_name!("embed")
-            | local_name!("dialog")
-            | local_name!("nav")
-            | local_name!("aside")
-            | local_name!("h1") => return true,
-            // The caption belongs to its figure: the reading page keeps figures whole.
-            local_name!("figcaption") => return false,
-            local_name!("h2")
-            | local_name!("h3")
-            | local_name!("h4")
-            | local_name!("h5")
-            | local_name!("h6") => return h.weight() < 0 || c.link_density() > 0.5,
-            local_name!("p") if c.link_density() > 0.5 && c.chars - c.link_chars < 100 => {
-                return true
-            }
-            _ => {}
+        if let Some(verdict) = by_tag(tree, a, id, e, c, h) {
+            return verdict;
         }
-        if c.time_chars > 0 && c.chars < c.time_chars + MIN_BLOCK && c.paragraphs <= 1 {
+        if self.is_metadata(tree, id, e, c, tail) {
             return true;
         }
-        if h.has(Hints::CAPTION) && c.chars < 300 && c.paragraphs <= 2 {
-            return true;
+        // A block that is mostly a quotation (an embedded post included) is judged as the
+        // quotation: the article quotes it.
+        if c.quote_chars * 2 > c.chars {
+            return false;
         }
-        if h.has(Hints::SHARE) && c.chars < 500 {
-            return true;
-        }
-        if h.has(Hints::META) && c.paragraphs <= 1 && c.commas < 3 && c.chars < 200 {
+        if by_name(c, h) {
             return true;
         }
         let list = matches!(
@@ -232,6 +240,125 @@ impl Judge<'_> {
         let most = u64::from(a.prose[i]) * 2 > u64::from(self.prose);
         judged && !most && is_clutter(tree, a, id, c, h, list)
     }
+
+    /// Lines about the article rather than of it: a date beside a `<time>`, datelines, gallery
+    /// counters, the title again, and contact or follow lines at the end.
+    fn is_metadata(&self, tree: &Tree, id: NodeId, e: &Element, c: &Counts, tail: bool) -> bool {
+        if c.time_chars > 0 && c.chars < c.time_chars + MIN_BLOCK && c.paragraphs <= 1 {
+            return true;
+        }
+        if c.chars <= MAX_LINE && c.link_chars * 2 <= c.chars && self.is_dateline(tree, id, c) {
+            return true;
+        }
+        if c.chars <= lines::MAX_COUNTER && c.link_chars == 0 && lines::is_counter(tree, id) {
+            return true;
+        }
+        if c.chars <= MAX_TITLE && c.paragraphs <= 1 && self.title.is_repeated_by(tree, id) {
+            return true;
+        }
+        let contact = tail && c.chars <= MAX_CONTACT && c.quote_chars == 0 && is_block(e);
+        contact && lines::has_address(tree, id) && !in_quote(tree, id)
+    }
+}
+
+/// What the tag alone decides, if anything: `Some(true)` to drop, `Some(false)` to keep.
+fn by_tag(
+    tree: &Tree,
+    a: &Analysis,
+    id: NodeId,
+    e: &Element,
+    c: &Counts,
+    h: Hints,
+) -> Option<bool> {
+    match e.name {
+        local_name!("footer") => Some(!in_quote(tree, id)),
+        // An article's header without prose: its title, byline and date, which the reading
+        // page shows apart.
+        local_name!("header") if a.prose[id.index()] == 0 => Some(true),
+        local_name!("form")
+        | local_name!("fieldset")
+        | local_name!("button")
+        | local_name!("input")
+        | local_name!("select")
+        | local_name!("textarea")
+        | local_name!("iframe")
+        | local_name!("object")
+        | local_name!("embed")
+        | local_name!("dialog")
+        | local_name!("nav")
+        | local_name!("aside")
+        | local_name!("h1") => Some(true),
+        // The caption belongs to its figure: the reading page keeps figures whole.
+        local_name!("figcaption") => Some(false),
+        local_name!("h2")
+        | local_name!("h3")
+        | local_name!("h4")
+        | local_name!("h5")
+        | local_name!("h6") => Some(h.weight() < 0 || c.link_density() > 0.5),
+        local_name!("p") if c.link_density() > 0.5 && c.chars - c.link_chars < 100 => Some(true),
+        _ => None,
+    }
+}
+
+/// Short captions and credits, sharing bars and byline blocks, by their class or id names.
+fn by_name(c: &Counts, h: Hints) -> bool {
+    (h.has(Hints::CAPTION) && c.chars < 300 && c.paragraphs <= 2)
+        || (h.has(Hints::SHARE) && c.chars < 500)
+        || (h.has(Hints::META) && c.paragraphs <= 1 && c.commas < 3 && c.chars < 200)
+}
+
+impl Judge<'_> {
+    /// A short line stating when the article was published: marked so (`itemprop`
+    /// `datePublished`, `dateModified`), or outside the run of its prose and reading as a
+    /// date by its digits ([`lines::is_dateline`]).
+    fn is_dateline(&self, tree: &Tree, id: NodeId, c: &Counts) -> bool {
+        if c.heading_chars > 0 || c.quote_chars > 0 || c.chars == 0 {
+            return false;
+        }
+        if tree
+            .attr(id, "itemprop")
+            .is_some_and(|p| p.starts_with("date"))
+        {
+            return true;
+        }
+        let start = id.index();
+        let before = start + tree.descendants(id).len() <= self.first_prose;
+        (before || start >= self.prose_end) && lines::is_dateline(tree, id, before)
+    }
+}
+
+/// The span of the selection's prose: its first and last text that belongs to a paragraph of
+/// prose, as node indices (first, one past last); an empty span when it has none (then no
+/// line is outside).
+fn prose_run(tree: &Tree, a: &Analysis, roots: &[NodeId]) -> (usize, usize) {
+    let (mut first, mut end) = (usize::MAX, 0);
+    for &root in roots {
+        let start = root.index();
+        for i in start..start + tree.descendants(root).len() {
+            let block = a.block_of[i] as usize;
+            if a.unlikely[i] || !is_prose(&a.own[block]) || is_heading(tree, block) {
+                continue;
+            }
+            let shown = tree
+                .node_at(i)
+                .is_some_and(|n| tree.text(n).is_some() && tree.stats(n).text_chars > 0);
+            if shown {
+                first = first.min(i);
+                end = end.max(i + 1);
+            }
+        }
+    }
+    if first == usize::MAX {
+        (0, usize::MAX)
+    } else {
+        (first, end)
+    }
+}
+
+fn is_heading(tree: &Tree, i: usize) -> bool {
+    tree.node_at(i)
+        .and_then(|n| tree.tag(n))
+        .is_some_and(|t| matches!(t, "h1" | "h2" | "h3" | "h4" | "h5" | "h6"))
 }
 
 /// The conditional rules for a container.
@@ -320,12 +447,5 @@ fn has_ancestor(tree: &Tree, id: NodeId, tag: &str) -> bool {
 }
 
 fn commas(text: &str) -> u32 {
-    let mut n = text.bytes().filter(|&b| b == b',').count() as u32;
-    if !text.is_ascii() {
-        n += text
-            .chars()
-            .filter(|c| matches!(c, '\u{060C}' | '\u{FF0C}' | '\u{3001}'))
-            .count() as u32;
-    }
-    n
+    marks(text).0
 }

@@ -5,7 +5,11 @@
 //! lower-to-upper case changes (`articleBody` → `article`, `body`), lower-cased in a stack
 //! buffer, and each word is looked up in the tables below. Whole words, not substrings: a
 //! substring test takes `ad` for clutter in `header`, `shadow` and `download`. Words that are
-//! clutter only as a prefix (`comments`, `sharing`) are matched by stem. No allocation.
+//! clutter only as a prefix (`comments`, `sharebar`) are matched by stem. No allocation, and
+//! most words are turned away by one table lookup on their first letter and length: this runs
+//! on every element of the page, so it was the extractor's largest cost.
+
+use markup5ever::local_name;
 
 use crate::dom::{NodeId, Tree};
 
@@ -61,87 +65,182 @@ impl Hints {
 pub fn of(tree: &Tree, id: NodeId) -> Hints {
     let mut bits = 0u8;
     for (name, value) in tree.attrs(id) {
-        if &**name == "class" || &**name == "id" {
+        if *name == local_name!("class") || *name == local_name!("id") {
             for_each_word(value, |w| bits |= classify(w));
         }
     }
     Hints(bits)
 }
 
-/// Calls `f` with each lower-cased word of a class or id list (words longer than the buffer
-/// are cut, which only makes them match nothing).
-fn for_each_word(value: &str, mut f: impl FnMut(&str)) {
-    let mut buf = [0u8; 24];
+/// The longest word looked up; longer ones are cut, which only makes them match nothing.
+const MAX_WORD: usize = 24;
+
+/// Calls `f` with each lower-cased word of a class or id list, as ASCII bytes.
+fn for_each_word(value: &str, mut f: impl FnMut(&[u8])) {
+    let mut buf = [0u8; MAX_WORD];
     let mut len = 0usize;
     let mut prev_lower = false;
-    let mut flush = |buf: &[u8; 24], len: &mut usize| {
-        if *len > 0 {
-            if let Ok(word) = std::str::from_utf8(&buf[..*len]) {
-                f(word);
-            }
-            *len = 0;
-        }
-    };
     for &b in value.as_bytes() {
-        if b.is_ascii_alphanumeric() {
-            if b.is_ascii_uppercase() && prev_lower {
-                flush(&buf, &mut len);
+        let kind = BYTE_KIND[b as usize];
+        if kind == SEPARATOR || (kind == UPPER && prev_lower) {
+            if len > 0 {
+                f(&buf[..len]);
+                len = 0;
             }
-            if len < buf.len() {
-                buf[len] = b.to_ascii_lowercase();
-                len += 1;
+            if kind == SEPARATOR {
+                prev_lower = false;
+                continue;
             }
-            prev_lower = b.is_ascii_lowercase() || b.is_ascii_digit();
-        } else {
-            flush(&buf, &mut len);
-            prev_lower = false;
         }
+        if len < MAX_WORD {
+            buf[len] = if kind == UPPER { b | 0x20 } else { b };
+            len += 1;
+        }
+        prev_lower = kind == LOWER;
     }
-    flush(&buf, &mut len);
+    if len > 0 {
+        f(&buf[..len]);
+    }
+}
+
+const SEPARATOR: u8 = 0;
+const LOWER: u8 = 1; // lower-case letters and digits
+const UPPER: u8 = 2;
+
+/// What each byte is to [`for_each_word`]: a table, as this loop reads every byte of every
+/// class and id on the page.
+const BYTE_KIND: [u8; 256] = {
+    let mut t = [SEPARATOR; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        t[b] = if c.is_ascii_uppercase() {
+            UPPER
+        } else if c.is_ascii_lowercase() || c.is_ascii_digit() {
+            LOWER
+        } else {
+            SEPARATOR
+        };
+        b += 1;
+    }
+    t
+};
+
+const P: u8 = Hints::POSITIVE;
+const N: u8 = Hints::NEGATIVE;
+const U: u8 = Hints::UNLIKELY;
+const M: u8 = Hints::MAYBE;
+const S: u8 = Hints::SHARE;
+const X: u8 = Hints::META;
+const C: u8 = Hints::CAPTION;
+
+/// The words that carry a hint, whole, in alphabetical order (a test checks it: lookups scan
+/// only the run of their first letter, see [`RUNS`]); [`STEMS`] holds those matched as
+/// prefixes. P: content, N: around content, U: never the article, M: may hold the article,
+/// S: sharing, X: metadata line, C: caption or credit.
+#[rustfmt::skip]
+const WORDS: &[(&[u8], u8)] = &[
+    (b"ad", N), (b"addthis", N | U | S), (b"ads", N), (b"adsbygoogle", N), (b"advert", N),
+    (b"advertisement", N), (b"agegate", N | U), (b"article", P | M), (b"articlebody", P | M),
+    (b"articles", P | M), (b"attribution", N | C), (b"author", N | X), (b"authors", N | X),
+    (b"banner", N | U), (b"blog", P), (b"body", P | M), (b"breadcrumb", N | U),
+    (b"breadcrumbs", N | U), (b"byline", N | X),
+    (b"caption", N | C), (b"col", M), (b"column", M), (b"combx", N | U), (b"community", N | U),
+    (b"consent", N | U), (b"contact", N), (b"content", P | M), (b"contents", P | M),
+    (b"cookie", N | U), (b"cookies", N | U), (b"courtesy", N | C), (b"credit", N | C),
+    (b"credits", N | C),
+    (b"date", N | X), (b"dateline", N | X), (b"disqus", N | U),
+    (b"entry", P),
+    (b"figcaption", N | C), (b"footer", N | U),
+    (b"gdpr", N),
+    (b"header", N | U), (b"hentry", P),
+    (b"legends", N | U),
+    (b"main", P | M), (b"masthead", N), (b"menu", N | U), (b"meta", N | X), (b"modal", N | U),
+    (b"nav", N | U), (b"navbar", N | U), (b"navigation", N | U), (b"newsletter", N | U),
+    (b"outbrain", N),
+    (b"pager", N | U), (b"pagination", N | U), (b"popular", N | U), (b"popup", N | U),
+    (b"post", P), (b"posted", N | X), (b"promo", N), (b"promotion", N), (b"prose", P),
+    (b"pubdate", N | X), (b"published", N | X),
+    (b"recirc", N | U), (b"recommended", N | U), (b"related", N | U), (b"remark", N | U),
+    (b"replies", N | U), (b"richtext", P), (b"rss", N | U),
+    (b"scroll", N), (b"share", N | U | S), (b"sharedaddy", N | U | S), (b"shares", N | U | S),
+    (b"sharethis", N | U | S), (b"sharing", N | U | S), (b"shopping", N), (b"shoutbox", N | U),
+    (b"sidebar", N | U), (b"signup", N | U), (b"skyscraper", N), (b"social", N | U | S),
+    (b"sponsor", N), (b"sponsored", N), (b"story", P), (b"subscribe", N | U),
+    (b"subscription", N | U), (b"supplemental", N | U),
+    (b"taboola", N), (b"tag", N), (b"tags", N), (b"text", P), (b"time", N | X),
+    (b"timestamp", N | X), (b"trending", N | U),
+    (b"updated", N | X),
+    (b"widget", N), (b"widgets", N),
+];
+
+/// Words that carry a hint as a prefix of a longer word (`comments`, `sharebar`).
+const STEMS: &[(&[u8], u8)] = &[
+    (b"comment", N | U),
+    (b"advert", N),
+    (b"sponsor", N),
+    (b"promo", N),
+    (b"social", N | U | S),
+    (b"share", N | U | S),
+];
+
+/// For each first letter, the run of [`WORDS`] that starts with it: (start, end).
+const RUNS: [(u8, u8); 26] = runs();
+
+const fn runs() -> [(u8, u8); 26] {
+    let mut r = [(0u8, 0u8); 26];
+    let mut i = 0;
+    while i < WORDS.len() {
+        let l = (WORDS[i].0[0] - b'a') as usize;
+        if r[l].1 == 0 {
+            r[l].0 = i as u8;
+        }
+        r[l].1 = i as u8 + 1;
+        i += 1;
+    }
+    r
+}
+
+/// For each first letter, a bit per word length: whether some word of [`WORDS`] or some
+/// stem of [`STEMS`] (any length from the stem's up) could match. Most class words (`row`,
+/// `wrapper`, `col-md-6`) are rejected by this one lookup.
+const FILTER: [u32; 26] = filter();
+
+const fn filter() -> [u32; 26] {
+    let mut f = [0u32; 26];
+    let mut i = 0;
+    while i < WORDS.len() {
+        let w = WORDS[i].0;
+        f[(w[0] - b'a') as usize] |= 1 << w.len();
+        i += 1;
+    }
+    let mut i = 0;
+    while i < STEMS.len() {
+        let w = STEMS[i].0;
+        f[(w[0] - b'a') as usize] |= u32::MAX << w.len();
+        i += 1;
+    }
+    f
 }
 
 /// The hint bits of one lower-case word.
-fn classify(w: &str) -> u8 {
-    const P: u8 = Hints::POSITIVE;
-    const N: u8 = Hints::NEGATIVE;
-    const U: u8 = Hints::UNLIKELY;
-    const M: u8 = Hints::MAYBE;
-    const S: u8 = Hints::SHARE;
-    const X: u8 = Hints::META;
-    const C: u8 = Hints::CAPTION;
-    let exact = match w {
-        "article" | "articles" | "articlebody" | "body" | "content" | "contents" | "main" => P | M,
-        "entry" | "hentry" | "post" | "story" | "text" | "blog" | "prose" | "richtext" => P,
-        "column" | "col" => M,
-        "ad" | "ads" | "advert" | "advertisement" | "adsbygoogle" | "sponsor" | "sponsored" => N,
-        "promo" | "promotion" | "outbrain" | "taboola" | "widget" | "widgets" | "tags" | "tag"
-        | "shopping" | "scroll" | "gdpr" | "masthead" | "contact" | "skyscraper" => N,
-        "meta" | "byline" | "author" | "authors" | "dateline" | "timestamp" | "published"
-        | "date" | "updated" | "posted" | "pubdate" | "time" => N | X,
-        "caption" | "figcaption" | "credit" | "credits" | "attribution" | "courtesy" => N | C,
-        "related" | "recommended" | "recirc" | "trending" | "popular" | "newsletter"
-        | "subscribe" | "subscription" | "signup" | "disqus" | "replies" => N | U,
-        "header" | "footer" | "sidebar" | "menu" | "nav" | "navbar" | "navigation" | "banner"
-        | "breadcrumb" | "breadcrumbs" | "pagination" | "pager" | "popup" | "modal" | "cookie"
-        | "cookies" | "consent" | "combx" | "shoutbox" | "community" | "supplemental" | "rss"
-        | "agegate" | "legends" | "remark" => N | U,
-        "share" | "shares" | "sharing" | "social" | "sharedaddy" | "addthis" | "sharethis" => {
-            N | U | S
-        }
-        _ => 0,
-    };
-    if exact != 0 {
-        return exact;
+fn classify(w: &[u8]) -> u8 {
+    let Some(&first) = w.first() else { return 0 };
+    if !first.is_ascii_lowercase() || w.len() >= 32 {
+        return 0;
     }
-    if w.starts_with("comment") {
-        N | U
-    } else if w.starts_with("advert") || w.starts_with("sponsor") || w.starts_with("promo") {
-        N
-    } else if w.starts_with("social") || w.starts_with("share") {
-        N | U | S
-    } else {
-        0
+    if FILTER[(first - b'a') as usize] & (1 << w.len()) == 0 {
+        return 0;
     }
+    let (start, end) = RUNS[(first - b'a') as usize];
+    let run = WORDS.get(start as usize..end as usize).unwrap_or(&[]);
+    if let Some(&(_, bits)) = run.iter().find(|(k, _)| *k == w) {
+        return bits;
+    }
+    STEMS
+        .iter()
+        .find(|(k, _)| w.starts_with(k))
+        .map_or(0, |&(_, bits)| bits)
 }
 
 #[cfg(test)]
@@ -153,6 +252,30 @@ mod tests {
         let body = tree.body().expect("body");
         let div = tree.first_child(body).expect("div");
         of(&tree, div)
+    }
+
+    #[test]
+    fn words_are_sorted_and_every_one_is_found() {
+        assert!(WORDS.windows(2).all(|p| p[0].0 < p[1].0));
+        assert!(WORDS.len() < 256);
+        for &(w, bits) in WORDS {
+            assert_eq!(classify(w), bits, "{}", String::from_utf8_lossy(w));
+        }
+        assert_eq!(classify(b"commentlist"), N | U);
+        assert_eq!(classify(b"wrapper"), 0);
+        assert_eq!(classify(b""), 0);
+    }
+
+    #[test]
+    fn words_split_at_separators_and_case_changes() {
+        let mut seen = Vec::new();
+        for_each_word("articleBody  post_2-col MAIN x9Y", |w| {
+            seen.push(String::from_utf8_lossy(w).into_owned())
+        });
+        assert_eq!(
+            seen,
+            ["article", "body", "post", "2", "col", "main", "x9", "y"]
+        );
     }
 
     macro_rules! hinted {

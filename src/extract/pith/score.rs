@@ -18,6 +18,7 @@
 
 use markup5ever::local_name;
 
+use super::anchor::{self, Title};
 use super::hints::{self, Hints};
 use crate::dom::{is_block, Element, NodeId, NodeKind, Ns, Tree};
 
@@ -42,6 +43,10 @@ pub struct Analysis {
     pub score: Vec<f32>,
     /// Whether a paragraph scored the block.
     pub candidate: Vec<bool>,
+    /// The block each node belongs to (itself for a block): whose paragraph its text is.
+    pub block_of: Vec<u32>,
+    /// The `<article>` holding the page's title heading ([`anchor::find`]).
+    pub anchor: Option<NodeId>,
 }
 
 /// The text of a block outside its nested blocks.
@@ -59,7 +64,7 @@ pub struct Own {
 
 impl Analysis {
     /// Analyses the page; `strip` marks the unlikely regions (see [`Hints::is_unlikely`]).
-    pub fn of(tree: &Tree, strip: bool) -> Analysis {
+    pub fn of(tree: &Tree, title: &Title, strip: bool) -> Analysis {
         let n = tree.len();
         let mut a = Analysis {
             hints: vec![Hints::default(); n],
@@ -70,6 +75,8 @@ impl Analysis {
             own: vec![Own::default(); n],
             score: vec![0.0; n],
             candidate: vec![false; n],
+            block_of: vec![0; n],
+            anchor: anchor::find(tree, title),
         };
         a.mark(tree, strip);
         a.sum(tree);
@@ -94,28 +101,29 @@ impl Analysis {
 
     /// Forward pass: hints, the unlikely mark, and each text's paragraph.
     fn mark(&mut self, tree: &Tree, strip: bool) {
-        let mut block_of = vec![0u32; tree.len()];
         for i in 0..tree.len() {
             let Some(id) = tree.node_at(i) else { continue };
             let parent = tree.parent(id).map_or(0, NodeId::index);
             match tree.kind(id) {
                 NodeKind::Element(e) => {
-                    let h = hints::of(tree, id);
-                    self.hints[i] = h;
-                    self.unlikely[i] =
-                        self.unlikely[parent] || (strip && is_unlikely(tree, id, e, h));
-                    block_of[i] = if is_block(e) {
+                    // Inside an unlikely region nothing is read again: no hints needed.
+                    self.unlikely[i] = self.unlikely[parent] || {
+                        let h = hints::of(tree, id);
+                        self.hints[i] = h;
+                        (strip && is_unlikely(tree, id, e, h)) || self.other_story(tree, id, e)
+                    };
+                    self.block_of[i] = if is_block(e) {
                         i as u32
                     } else {
-                        block_of[parent]
+                        self.block_of[parent]
                     };
                 }
                 NodeKind::Text(span) => {
-                    block_of[i] = block_of[parent];
+                    self.block_of[i] = self.block_of[parent];
                     if self.unlikely[parent] || !tree.is_shown(id) {
                         continue;
                     }
-                    let own = &mut self.own[block_of[parent] as usize];
+                    let own = &mut self.own[self.block_of[parent] as usize];
                     let chars = tree.stats(id).text_chars;
                     own.chars += chars;
                     if tree.is_in_link(id) {
@@ -123,9 +131,24 @@ impl Analysis {
                     }
                     count_marks(tree.str(*span), own);
                 }
-                _ => block_of[i] = block_of[parent],
+                _ => self.block_of[i] = self.block_of[parent],
             }
         }
+    }
+
+    /// Another `<article>` than the one holding the page's title: a teaser, a related post, a
+    /// comment. One inside the titled article that holds half its text or more is the story's
+    /// body in a wrapper of its own, not another story.
+    fn other_story(&self, tree: &Tree, id: NodeId, e: &Element) -> bool {
+        if e.ns != Ns::Html || e.name != local_name!("article") {
+            return false;
+        }
+        let Some(a) = self.anchor else { return false };
+        if anchor::holds(tree, id, a) {
+            return false;
+        }
+        let inside = anchor::holds(tree, a, id);
+        !(inside && tree.stats(id).text_chars * 2 >= tree.stats(a).text_chars)
     }
 
     /// Reverse pass: characters and link characters per subtree, unlikely regions left out.
@@ -283,33 +306,60 @@ fn is_unlikely(tree: &Tree, id: NodeId, e: &Element, h: Hints) -> bool {
             return false;
         }
     }
-    h.is_unlikely()
+    h.is_unlikely() && !(h.has(Hints::SHARE) && holds_quote(tree, id))
 }
 
+/// Whether a quotation opens the element's first nodes: a social-named wrapper around a
+/// `<blockquote>` is an embedded post the article quotes, not a sharing bar. The look is
+/// bounded, so the pass stays linear.
+fn holds_quote(tree: &Tree, id: NodeId) -> bool {
+    tree.descendants(id)
+        .take(QUOTE_LOOKAHEAD)
+        .any(|d| tree.tag(d) == Some("blockquote"))
+}
+
+/// How many nodes of a social-named wrapper [`holds_quote`] looks at.
+const QUOTE_LOOKAHEAD: usize = 16;
 
 /// A paragraph of prose: at least 80 characters, less than a quarter of them link text.
-fn is_prose(own: &Own) -> bool {
+pub fn is_prose(own: &Own) -> bool {
     own.chars >= 80 && own.link_chars * 4 < own.chars
 }
 
 /// Adds a text's commas and sentence ends to its paragraph.
 fn count_marks(text: &str, own: &mut Own) {
-    for b in text.bytes() {
-        match b {
-            b',' => own.commas += 1,
-            b'.' | b'!' | b'?' => own.stops += 1,
+    let (commas, stops) = marks(text);
+    own.commas += commas;
+    own.stops += stops;
+}
+
+/// A text's commas and sentence ends: the ASCII ones and the Arabic comma, the ideographic
+/// comma and full stop, and the full-width comma, exclamation and question marks. Read as
+/// UTF-8 bytes in one pass (a lead byte never occurs inside another character's bytes), as
+/// every visible text goes through here.
+pub fn marks(text: &str) -> (u32, u32) {
+    let b = text.as_bytes();
+    let (mut commas, mut stops) = (0u32, 0u32);
+    for (i, &x) in b.iter().enumerate() {
+        let next = |k: usize| b.get(i + k).copied().unwrap_or(0);
+        match x {
+            b',' => commas += 1,
+            b'.' | b'!' | b'?' => stops += 1,
+            0xD8 if next(1) == 0x8C => commas += 1, // U+060C
+            0xE3 if next(1) == 0x80 => match next(2) {
+                0x81 => commas += 1, // U+3001
+                0x82 => stops += 1,  // U+3002
+                _ => {}
+            },
+            0xEF if next(1) == 0xBC => match next(2) {
+                0x8C => commas += 1,       // U+FF0C
+                0x81 | 0x9F => stops += 1, // U+FF01, U+FF1F
+                _ => {}
+            },
             _ => {}
         }
     }
-    if !text.is_ascii() {
-        for c in text.chars() {
-            match c {
-                '\u{060C}' | '\u{FF0C}' | '\u{3001}' => own.commas += 1,
-                '\u{3002}' | '\u{FF01}' | '\u{FF1F}' => own.stops += 1,
-                _ => {}
-            }
-        }
-    }
+    (commas, stops)
 }
 
 /// The chosen content: the top block, and the siblings that continue it, in document order.
@@ -479,4 +529,18 @@ fn is_prose_paragraph(tree: &Tree, a: &Analysis, id: NodeId) -> bool {
     let chars = a.chars[id.index()];
     let density = a.link_density(id);
     (chars > 80 && density < 0.25) || (chars > 0 && density == 0.0 && a.own[id.index()].stops > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marks_count_latin_arabic_and_cjk_punctuation() {
+        assert_eq!(marks("One, two, three. Four? Five!"), (2, 3));
+        assert_eq!(marks("واحد، اثنان"), (1, 0));
+        assert_eq!(marks("一、二，三。好！吗？"), (2, 3));
+        assert_eq!(marks("“Curly” quotes… and — dashes"), (0, 0));
+        assert_eq!(marks(""), (0, 0));
+    }
 }
