@@ -66,6 +66,34 @@ pub fn kept_text_violation(kept: &str, whole: &str) -> Option<usize> {
     None
 }
 
+/// Where two strings first differ, with some context from each: a readable panic message for
+/// long pages that differ in one place.
+pub fn difference(a: &str, b: &str) -> String {
+    let at = a
+        .char_indices()
+        .zip(b.chars())
+        .find(|((_, x), y)| x != y)
+        .map_or(a.len().min(b.len()), |((i, _), _)| i);
+    let window = |s: &str| {
+        let mut start = at.saturating_sub(300);
+        while !s.is_char_boundary(start) {
+            start -= 1;
+        }
+        let mut end = (at + 300).min(s.len());
+        while !s.is_char_boundary(end) {
+            end += 1;
+        }
+        format!("{:?}", &s[start..end])
+    };
+    format!(
+        "first difference at byte {at} (lengths {} and {}):\n  {}\n  {}",
+        a.len(),
+        b.len(),
+        window(a),
+        window(b)
+    )
+}
+
 /// ASCII case-insensitive substring test, for skipping inputs a property does not cover.
 pub fn contains_ignore_case(haystack: &[u8], needle: &[u8]) -> bool {
     needle.is_empty()
@@ -114,6 +142,14 @@ mod tests {
         kept_altered_char: "one\ntwo\n", "one\ntwx\n" => Some(2);
         kept_reordered: "b\na\n", "a\nb\n" => Some(2);
         kept_added_text: "note\n", "" => Some(1);
+    }
+
+    #[test]
+    fn difference_points_at_the_first_change() {
+        let report = difference("<p>same</p><b>x</b>", "<p>same</p><i>x</i>");
+        assert!(report.starts_with("first difference at byte 12 (lengths 19 and 19)"), "{report}");
+        assert!(difference("ab", "abc").starts_with("first difference at byte 2"));
+        assert!(difference("é", "è").contains("byte 0"));
     }
 
     #[test]

@@ -8,17 +8,21 @@
 //!    density, and class and id names (`article-body` against `comments`, [`hints`]) and the
 //!    schema.org `articleBody` property weigh in as weak evidence. Regions that are never the
 //!    article (menus, sidebars, comment threads, sharing bars, `nav`, `aside`, ARIA
-//!    navigation and dialogs) are left out of scoring. The best block wins; it moves up to a
-//!    common ancestor when several near-equal blocks share one (an article split into
-//!    sections) and when its parent scores higher still.
+//!    navigation and dialogs) are left out of scoring, and so is every `<article>` other than
+//!    the one holding the page's title heading ([`anchor`]: teasers, related posts). The best
+//!    block wins; it moves up to a common ancestor when several near-equal blocks share one
+//!    (an article split into sections) and when its parent scores higher still.
 //! 2. **Expansion** ([`score`]): the winner's siblings that score close to it, or that are
 //!    paragraphs of prose with few links, join it (articles whose paragraphs are not all in
 //!    one container).
 //! 3. **Cleaning** ([`clean`]): inside what was chosen, unlikely regions, footers, forms,
-//!    embedded frames, sharing and byline elements, and containers that do not read as prose
-//!    (link-dense, list- or image-heavy, nearly empty) are removed, bottom-up, so a block is
-//!    judged on what stays of it. A heading that repeats the page's title goes too: the
-//!    reading page shows the title once, as its own `<h1>`.
+//!    embedded frames, sharing and byline elements, pop-up cards inside sentences, and
+//!    containers that do not read as prose (link-dense, list- or image-heavy, nearly empty)
+//!    are removed, bottom-up, so a block is judged on what stays of it; a quotation (an
+//!    embedded post included) is kept as the article quotes it. Lines about the article
+//!    rather than of it go too ([`lines`]): datelines and contact lines outside the run of its
+//!    prose, gallery counters, and any block repeating the page's title (the reading page
+//!    shows the title once, as its own `<h1>`).
 //! 4. **Assessment** ([`assess`]): how sure the choice is. A page whose best block holds little
 //!    prose (a home page, a link portal, search results) is [`Confidence::Unclear`], and the
 //!    reading page should fall back to the declutter output and say so.
@@ -36,9 +40,12 @@
 //! as the mark of prose, link-density limits of 0.2 and 0.5. pith's own choices, each made on
 //! the development set's measurements and meant for pages it has never seen: class and id
 //! names are read as whole words, not substrings (`header` does not contain the word `ad`);
-//! `nav`, `aside` and ARIA landmarks count as regions that are never the article; the
-//! analysis reads the tree's precomputed statistics in a fixed number of linear passes, so
-//! no per-node allocation and no recursion.
+//! `nav`, `aside` and ARIA landmarks count as regions that are never the article; the page's
+//! own statement of its story (the title in its metadata, the heading that repeats it, the
+//! `<article>` around that heading) outweighs scores; metadata lines are recognised by their
+//! digits and addresses, not by words of one language; the analysis reads the tree's
+//! precomputed statistics in a fixed number of linear passes, so no per-node allocation and
+//! no recursion.
 
 mod anchor;
 mod clean;
@@ -162,9 +169,6 @@ fn plan_once(tree: &Tree, title: &Title, strip: bool) -> Option<Plan> {
     let analysis = Analysis::of(tree, title, strip);
     let Selection { roots, .. } = score::select(tree, &analysis)?;
     let cleaning = clean::clean(tree, &analysis, title, &roots);
-    if std::env::var_os("PITH_DEBUG").is_some() {
-        debug_dump(tree, &analysis, &roots, &cleaning.drop, strip);
-    }
     if cleaning.chars == 0 {
         return None; // everything judged clutter: the choice was wrong, not the page empty
     }
@@ -175,70 +179,6 @@ fn plan_once(tree: &Tree, title: &Title, strip: bool) -> Option<Plan> {
         link_chars: cleaning.link_chars,
     })
 }
-
-// DEBUG-BEGIN
-fn debug_label(tree: &Tree, id: NodeId) -> String {
-    let mut s = tree.tag(id).unwrap_or("#").to_string();
-    if let Some(v) = tree.attr(id, "id") {
-        s += "#";
-        s += v;
-    }
-    if let Some(v) = tree.attr(id, "class") {
-        s += ".";
-        s += &v.split_whitespace().collect::<Vec<_>>().join(".");
-    }
-    s.chars().take(90).collect()
-}
-fn debug_text(tree: &Tree, id: NodeId) -> String {
-    let mut t = String::new();
-    for d in tree.descendants(id) {
-        if let Some(x) = tree.text(d) {
-            if tree.is_shown(d) {
-                t += x;
-                t += " ";
-            }
-        }
-        if t.len() > 200 {
-            break;
-        }
-    }
-    crate::dom::words(&t)
-        .collect::<Vec<_>>()
-        .join(" ")
-        .chars()
-        .take(80)
-        .collect()
-}
-fn debug_dump(tree: &Tree, a: &Analysis, roots: &[NodeId], drop: &[NodeId], strip: bool) {
-    eprintln!(
-        "== strip={strip} anchor={:?}",
-        a.anchor.map(|x| debug_label(tree, x))
-    );
-    for &r in roots {
-        let mut chain = Vec::new();
-        let mut up = Some(r);
-        while let Some(u) = up {
-            chain.push(debug_label(tree, u));
-            up = tree.parent(u);
-        }
-        chain.reverse();
-        eprintln!(
-            "ROOT score={:.1} chars={} {}",
-            a.final_score(r),
-            a.chars[r.index()],
-            chain.join(" > ")
-        );
-    }
-    for &d in drop {
-        eprintln!(
-            "  drop {} [{}] {}",
-            debug_label(tree, d),
-            a.chars[d.index()],
-            debug_text(tree, d)
-        );
-    }
-}
-// DEBUG-END
 
 #[cfg(test)]
 mod tests {
@@ -391,6 +331,23 @@ mod tests {
             extracted(&html),
             format!("{PROSE}\nThe vote closes at 18:00 on Friday.\n{PROSE}\n")
         );
+    }
+
+    #[test]
+    fn a_pop_up_card_inside_a_sentence_goes_the_sentence_stays() {
+        let card = "<span class=card><img src=p.jpg><a href=/p>Jane Roe</a>\
+            <a href=/1>Her latest story about the budget vote</a><a href=/2>Another story of hers</a>\
+            <a href=/3>More</a></span>";
+        let html = format!(
+            "<body><article><p>The bill, said Rep. <span><a href=/jr>Jane Roe</a>{card}</span>, \
+             passes today, or so the whips say, after a long night of talks.</p><p>{PROSE}</p></article></body>"
+        );
+        let text = extracted(&html);
+        assert!(
+            text.starts_with("The bill, said Rep. Jane Roe, passes today"),
+            "{text}"
+        );
+        assert!(!text.contains("latest story"), "{text}");
     }
 
     #[test]

@@ -71,6 +71,10 @@ impl<'t> Title<'t> {
                 if n == MAX_TITLE_WORDS {
                     return false;
                 }
+                // Most blocks fail on their first word: no need to read them further.
+                if n == 0 && !self.og.iter().chain(&self.title).any(|t| same_word(t, w)) {
+                    return false;
+                }
                 buf[n] = w;
                 n += 1;
             }

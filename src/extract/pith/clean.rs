@@ -12,10 +12,17 @@
 //!   embedded frames and objects, dialogs;
 //! - it is a heading whose names say clutter ("Related stories", "Comments"), or a sharing or
 //!   byline/credit element with little text;
-//! - it is a container (div, section, list, table, header) with fewer than ten commas, that is,
+//! - it is a line about the article rather than of it: a short dateline (`itemprop=date…`, or
+//!   a date by its digits before the first or after the last text of prose, [`lines`]), a
+//!   gallery counter beside a picture, the page's title again, or, among the last lines, a
+//!   contact or follow line holding an e-mail address or handle;
+//! - it is a pop-up card inside a sentence: an inline element with a picture and a list of
+//!   links;
+//! - unless it is mostly a quotation (an embedded post included), which the article quotes,
+//!   it is a container (div, section, list, table, header) with fewer than ten commas, that is,
 //!   not a run of prose, and looks like clutter by its counts: more than a fifth link text (half
-//!   for a container named as content or a list), more list items than paragraphs, more controls than a
-//!   third of its paragraphs, more than one image with fewer than two paragraphs per image
+//!   for a container named as content or a list), more list items than paragraphs, more
+//!   controls than a third of its paragraphs, more than one image with fewer than two paragraphs per image
 //!   (outside figures), or less than [`MIN_BLOCK`] characters with no single image and not a
 //!   heading. These are the conditional rules that long experience with reading modes has
 //!   settled on; prose protects a block because clutter does not come in sentences.
@@ -25,7 +32,7 @@ use markup5ever::local_name;
 use super::anchor::Title;
 use super::hints::Hints;
 use super::lines;
-use super::score::{is_prose, marks, Analysis};
+use super::score::{is_prose, Analysis};
 use crate::dom::{is_block, Element, NodeId, NodeKind, Ns, Tree};
 
 /// A container with less text than this (characters), no image and no heading is debris: an
@@ -34,6 +41,9 @@ pub const MIN_BLOCK: u32 = 25;
 
 /// The longest block read as a metadata line (a dateline): longer ones are text.
 pub const MAX_LINE: u32 = 80;
+
+/// The least text of a pop-up card (characters): a picture with three short links.
+pub const MIN_CARD: u32 = 60;
 
 /// The longest block compared with the page's title (characters).
 pub const MAX_TITLE: u32 = 300;
@@ -58,6 +68,7 @@ struct Counts {
     heading_chars: u32,
     time_chars: u32,
     quote_chars: u32,
+    links: u32,
 }
 
 impl Counts {
@@ -73,6 +84,7 @@ impl Counts {
         self.heading_chars += o.heading_chars;
         self.time_chars += o.time_chars;
         self.quote_chars += o.quote_chars;
+        self.links += o.links;
     }
 
     fn link_density(&self) -> f32 {
@@ -122,14 +134,14 @@ pub fn clean(tree: &Tree, a: &Analysis, title: &Title, roots: &[NodeId]) -> Clea
             let Some(id) = tree.node_at(i) else { continue };
             let mut c = counts[i - start];
             match tree.kind(id) {
-                NodeKind::Text(span) if tree.is_shown(id) => {
+                NodeKind::Text(_) if tree.is_shown(id) => {
                     c.chars = tree.stats(id).text_chars;
                     if tree.is_in_link(id) {
                         c.link_chars = c.chars;
                     } else if !a.unlikely[i] && is_prose(&a.own[a.block_of[i] as usize]) {
                         after += c.chars;
                     }
-                    c.commas = commas(tree.str(*span));
+                    c.commas = a.own[i].commas;
                 }
                 NodeKind::Element(e) => {
                     add_own(tree, id, e, &mut c);
@@ -170,6 +182,7 @@ fn add_own(tree: &Tree, id: NodeId, e: &Element, c: &mut Counts) {
         local_name!("p") => c.paragraphs += 1,
         local_name!("li") => c.items += 1,
         local_name!("img") => c.images += 1,
+        local_name!("a") if tree.attr(id, "href").is_some() => c.links += 1,
         local_name!("input") => c.controls += 1,
         local_name!("iframe") | local_name!("object") | local_name!("embed") => c.embeds += 1,
         local_name!("h1")
@@ -213,7 +226,7 @@ impl Judge<'_> {
         if let Some(verdict) = by_tag(tree, a, id, e, c, h) {
             return verdict;
         }
-        if self.is_metadata(tree, id, e, c, tail) {
+        if self.is_metadata(tree, id, e, c, tail) || is_card(e, c) {
             return true;
         }
         // A block that is mostly a quotation (an embedded post included) is judged as the
@@ -253,7 +266,8 @@ impl Judge<'_> {
         if c.chars <= lines::MAX_COUNTER && c.link_chars == 0 && lines::is_counter(tree, id) {
             return true;
         }
-        if c.chars <= MAX_TITLE && c.paragraphs <= 1 && self.title.is_repeated_by(tree, id) {
+        let short = c.chars <= MAX_TITLE && c.paragraphs <= 1 && is_block(e);
+        if short && self.title.is_repeated_by(tree, id) {
             return true;
         }
         let contact = tail && c.chars <= MAX_CONTACT && c.quote_chars == 0 && is_block(e);
@@ -298,6 +312,18 @@ fn by_tag(
         local_name!("p") if c.link_density() > 0.5 && c.chars - c.link_chars < 100 => Some(true),
         _ => None,
     }
+}
+
+/// A pop-up card inside running text: an inline element holding a picture and three links or
+/// more, almost all its text link text (a profile's latest stories, a preview). Text of a
+/// sentence never comes as a picture with a list of links, so it is not the paragraph's.
+fn is_card(e: &Element, c: &Counts) -> bool {
+    !is_block(e)
+        && e.name != local_name!("a")
+        && c.images > 0
+        && c.links >= 3
+        && c.chars >= MIN_CARD
+        && c.link_chars * 10 >= c.chars * 9
 }
 
 /// Short captions and credits, sharing bars and byline blocks, by their class or id names.
@@ -446,6 +472,3 @@ fn has_ancestor(tree: &Tree, id: NodeId, tag: &str) -> bool {
     false
 }
 
-fn commas(text: &str) -> u32 {
-    marks(text).0
-}

@@ -37,7 +37,8 @@ pub struct Analysis {
     pub link_chars: Vec<u32>,
     /// Non-link characters of the subtree's prose paragraphs ([`is_prose`]).
     pub prose: Vec<u32>,
-    /// The block's own paragraph: characters, commas and sentence ends.
+    /// The block's own paragraph: characters, commas and sentence ends; for a visible text
+    /// node outside unlikely regions, its commas alone.
     pub own: Vec<Own>,
     /// The block's score before the link-density scaling; 0 for blocks no paragraph scored.
     pub score: Vec<f32>,
@@ -123,13 +124,18 @@ impl Analysis {
                     if self.unlikely[parent] || !tree.is_shown(id) {
                         continue;
                     }
+                    let (commas, stops) = marks(tree.str(*span));
+                    // A text node's own slot is otherwise unused: it keeps the text's commas
+                    // for the cleaning pass, which then need not read the text again.
+                    self.own[i].commas = commas;
                     let own = &mut self.own[self.block_of[parent] as usize];
                     let chars = tree.stats(id).text_chars;
                     own.chars += chars;
                     if tree.is_in_link(id) {
                         own.link_chars += chars;
                     }
-                    count_marks(tree.str(*span), own);
+                    own.commas += commas;
+                    own.stops += stops;
                 }
                 _ => self.block_of[i] = self.block_of[parent],
             }
@@ -326,36 +332,33 @@ pub fn is_prose(own: &Own) -> bool {
     own.chars >= 80 && own.link_chars * 4 < own.chars
 }
 
-/// Adds a text's commas and sentence ends to its paragraph.
-fn count_marks(text: &str, own: &mut Own) {
-    let (commas, stops) = marks(text);
-    own.commas += commas;
-    own.stops += stops;
-}
-
 /// A text's commas and sentence ends: the ASCII ones and the Arabic comma, the ideographic
-/// comma and full stop, and the full-width comma, exclamation and question marks. Read as
-/// UTF-8 bytes in one pass (a lead byte never occurs inside another character's bytes), as
-/// every visible text goes through here.
+/// comma and full stop, and the full-width comma, exclamation and question marks. Every
+/// visible text goes through here: one tight loop over the bytes, and for a text that is not
+/// all ASCII a second one that looks only at the three lead bytes of those characters (a lead
+/// byte never occurs inside another character's encoding), without decoding characters.
 pub fn marks(text: &str) -> (u32, u32) {
     let b = text.as_bytes();
     let (mut commas, mut stops) = (0u32, 0u32);
-    for (i, &x) in b.iter().enumerate() {
-        let next = |k: usize| b.get(i + k).copied().unwrap_or(0);
+    for &x in b {
         match x {
             b',' => commas += 1,
             b'.' | b'!' | b'?' => stops += 1,
-            0xD8 if next(1) == 0x8C => commas += 1, // U+060C
-            0xE3 if next(1) == 0x80 => match next(2) {
-                0x81 => commas += 1, // U+3001
-                0x82 => stops += 1,  // U+3002
-                _ => {}
-            },
-            0xEF if next(1) == 0xBC => match next(2) {
-                0x8C => commas += 1,       // U+FF0C
-                0x81 | 0x9F => stops += 1, // U+FF01, U+FF1F
-                _ => {}
-            },
+            _ => {}
+        }
+    }
+    if text.is_ascii() {
+        return (commas, stops);
+    }
+    for (i, &x) in b.iter().enumerate() {
+        if x < 0xD8 {
+            continue;
+        }
+        let second = b.get(i + 1).copied().unwrap_or(0);
+        let third = b.get(i + 2).copied().unwrap_or(0);
+        match (x, second, third) {
+            (0xD8, 0x8C, _) | (0xE3, 0x80, 0x81) | (0xEF, 0xBC, 0x8C) => commas += 1,
+            (0xE3, 0x80, 0x82) | (0xEF, 0xBC, 0x81 | 0x9F) => stops += 1,
             _ => {}
         }
     }
