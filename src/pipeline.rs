@@ -20,7 +20,7 @@
 
 use std::sync::Arc;
 
-use crate::dom::Tree;
+use crate::dom::{Filtered, Tree};
 use crate::extract::algorithm::Algorithm;
 use crate::extract::declutter::{self, Outcome};
 use crate::extract::meta::{self, Meta};
@@ -33,7 +33,7 @@ use crate::extract::{
 use crate::html::ads::AdFilter;
 use crate::html::charset::{self, CharsetSource};
 use crate::html::rules::RuleSet;
-use crate::html::stage1::{self, RewriteError, Stage1Stats};
+use crate::html::stage1::{self, RewriteError, Stage1Stats, TreePass};
 
 /// The form a profile serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -240,29 +240,12 @@ pub fn process(
 ) -> Result<Page, PipelineError> {
     let detected = charset::detect(content_type, doc);
     let utf8 = charset::to_utf8(doc, detected.encoding);
-    // Even with no rules the rewriter runs: it re-declares the charset as UTF-8.
-    let (html, stats) = stage1::rewrite(&profile.rules, &utf8)?;
-    let (body, removal, reading) = match (&profile.stage2, &profile.reader) {
-        (None, None) if output == Output::Html => (html, None, None),
-        _ => {
-            // The tree stops at `dom::MAX_DEPTH` (html5ever is quadratic on deep nesting), so
-            // a deeper page cannot be judged or rendered whole from it: the HTML form falls
-            // back to the stage-1 page, the text form is refused rather than cut short.
-            let tree = Tree::parse(&html);
-            match (tree.is_truncated(), &profile.reader, &profile.stage2) {
-                (true, ..) if output == Output::Html => (html, None, None),
-                (true, ..) => return Err(PipelineError::TooDeep { depth: crate::dom::MAX_DEPTH }),
-                (false, Some(reader), stage2) => {
-                    let (body, removal, reading) = reading_page(tree, &html, reader, stage2.as_deref(), output, page_url);
-                    (body, removal, Some(reading))
-                }
-                (false, None, Some(stage2)) => {
-                    let (body, removal) = declutter_page(tree, stage2, output, page_url);
-                    (body, Some(removal), None)
-                }
-                (false, None, None) => (crate::render::text::render(&tree), None, None),
-            }
-        }
+    let Transformed { body, stats, removal, reading } = if profile.stage2.is_none() && profile.reader.is_none() && output == Output::Html {
+        // Even with no rules the rewriter runs: it re-declares the charset as UTF-8.
+        let (body, stats) = stage1::rewrite(&profile.rules, &utf8)?;
+        Transformed { body, stats, removal: None, reading: None }
+    } else {
+        parsed(profile, &utf8, output, page_url)?
     };
     let content_type = match output {
         Output::Html => "text/html; charset=utf-8",
@@ -279,11 +262,66 @@ pub fn process(
     })
 }
 
+/// What [`process`] serves, before its content type is chosen.
+struct Transformed {
+    body: String,
+    stats: Stage1Stats,
+    removal: Option<Removal>,
+    reading: Option<Reading>,
+}
+
+/// A stage-1 page as a tree is built from it: the rewriter's output and the attribute work
+/// ([`TreePass`]) applied while parsing it; kept for the reading mode's fallback, which parses
+/// the page again.
+#[derive(Clone, Copy)]
+struct Source<'a> {
+    html: &'a str,
+    pass: &'a TreePass,
+}
+
+impl Source<'_> {
+    fn parse(&self) -> (Tree, Filtered) {
+        Tree::parse_filtered(self.html, self.pass)
+    }
+}
+
+/// [`process`] for a profile that parses the page: stage 1 without its attribute-wide rules,
+/// which are applied as the tree is built ([`stage1::split_for_tree`]), then stage 2 or
+/// reading mode, or the text of the page.
+fn parsed(profile: &Profile, utf8: &str, output: Output, page_url: Option<&str>) -> Result<Transformed, PipelineError> {
+    let (rules, pass) = stage1::split_for_tree(&profile.rules);
+    let (html, mut stats) = stage1::rewrite(&rules, utf8)?;
+    let source = Source { html: &html, pass: &pass };
+    let (tree, filtered) = source.parse();
+    stats.elements_removed += filtered.elements;
+    stats.attributes_removed += filtered.attributes;
+    // The tree stops at `dom::MAX_DEPTH` (html5ever is quadratic on deep nesting), so a deeper
+    // page cannot be judged or rendered whole from it: the HTML form falls back to the whole
+    // stage-1 page, the text form is refused rather than cut short.
+    let (body, removal, reading) = match (tree.is_truncated(), &profile.reader, &profile.stage2) {
+        (true, ..) if output == Output::Html => {
+            let (body, stats) = stage1::rewrite(&profile.rules, utf8)?;
+            return Ok(Transformed { body, stats, removal: None, reading: None });
+        }
+        (true, ..) => return Err(PipelineError::TooDeep { depth: crate::dom::MAX_DEPTH }),
+        (false, Some(reader), stage2) => {
+            let (body, removal, reading) = reading_page(tree, source, reader, stage2.as_deref(), output, page_url);
+            (body, removal, Some(reading))
+        }
+        (false, None, Some(stage2)) => {
+            let (body, removal) = declutter_page(tree, stage2, output, page_url);
+            (body, Some(removal), None)
+        }
+        (false, None, None) => (crate::render::text::render(&tree), None, None),
+    };
+    Ok(Transformed { body, stats, removal, reading })
+}
+
 /// Reading mode over a parsed stage-1 page: metadata, extraction, judgement, then the reading
 /// page, or the declutter page when the extractor left no clear main content.
 fn reading_page(
     mut tree: Tree,
-    html: &str,
+    source: Source<'_>,
     reader: &Reader,
     stage2: Option<&Stage2>,
     output: Output,
@@ -305,7 +343,7 @@ fn reading_page(
     let fallback = judge(&tree, algorithm);
     if let Some(verdict) = fallback {
         // The page as stage 1 left it, judged by the removers instead.
-        let mut fresh = Tree::parse(html);
+        let (mut fresh, _) = source.parse();
         strip_scripts(&mut fresh);
         let (body, removal) = match stage2 {
             Some(stage2) => {
@@ -363,8 +401,9 @@ pub fn learn(profile: &Profile, doc: &[u8], content_type: Option<&str>, page_url
     let Some(reader) = &profile.reader else { return Ok(None) };
     let detected = charset::detect(content_type, doc);
     let utf8 = charset::to_utf8(doc, detected.encoding);
-    let (html, _) = stage1::rewrite(&profile.rules, &utf8)?;
-    let mut tree = Tree::parse(&html);
+    let (rules, pass) = stage1::split_for_tree(&profile.rules);
+    let (html, _) = stage1::rewrite(&rules, &utf8)?;
+    let (mut tree, _) = Tree::parse_filtered(&html, &pass);
     if tree.is_truncated() {
         return Ok(None);
     }

@@ -28,7 +28,7 @@ use markup5ever::tendril::StrTendril;
 use markup5ever::tendril::TendrilSink;
 use markup5ever::{ns, Attribute, LocalName, Namespace, QualName};
 
-use super::{Attr, Element, Node, NodeKind, Ns, Span, Tree, NONE};
+use super::{Attr, BuildFilter, Element, Filtered, Node, NodeKind, Ns, Span, Tree, NONE};
 
 /// Bytes fed to html5ever's tokenizer at a time in the reference parse, so that the depth
 /// guard acts soon after it trips.
@@ -38,13 +38,27 @@ const CHUNK: usize = 4096;
 /// Parses `html` into a tree whose flags and statistics are still empty, stopping once an
 /// element lands deeper than `max_depth`: pith's tokenizer ([`super::lex`]) feeding
 /// html5ever's tree builder.
+#[cfg(test)]
 pub(super) fn parse(html: &str, max_depth: u32) -> Tree {
+    parse_filtered(html, max_depth, None).0
+}
+
+/// [`parse`], leaving out what `filter` says while the tree is laid out.
+pub(super) fn parse_filtered(
+    html: &str,
+    max_depth: u32,
+    filter: Option<&dyn BuildFilter>,
+) -> (Tree, Filtered) {
     let sink = Sink::new(max_depth);
     // Real pages hold about one node per 50 to 100 bytes; reserving avoids most regrowth.
     sink.nodes.borrow_mut().reserve(html.len() / 64);
     let builder = html5ever::tree_builder::TreeBuilder::new(sink, Default::default());
     super::lex::run(html, &builder, || builder.sink.too_deep.get());
-    builder.sink.finish()
+    let sink = builder.sink;
+    let mut filtered = Filtered::default();
+    let mut tree = flatten(sink.nodes.into_inner(), filter, &mut filtered);
+    tree.truncated = sink.too_deep.get();
+    (tree, filtered)
 }
 
 /// The same tree built through html5ever's own tokenizer: the reference the tests compare
@@ -257,7 +271,7 @@ impl TreeSink for Sink {
     type ElemName<'a> = OwnedName;
 
     fn finish(self) -> Tree {
-        let mut tree = flatten(self.nodes.into_inner());
+        let mut tree = flatten(self.nodes.into_inner(), None, &mut Filtered::default());
         tree.truncated = self.too_deep.get();
         tree
     }
@@ -440,7 +454,7 @@ fn doctype_text(name: &str, public_id: &str, system_id: &str) -> String {
 
 /// Lays the build arena out in document order: template contents become children of their
 /// template, detached nodes are dropped, character data moves into one buffer.
-fn flatten(mut nodes: Vec<BuildNode>) -> Tree {
+fn flatten(mut nodes: Vec<BuildNode>, filter: Option<&dyn BuildFilter>, filtered: &mut Filtered) -> Tree {
     adopt_template_contents(&mut nodes);
     let (chars, attrs) = sizes(&nodes);
     let mut tree = Tree {
@@ -460,8 +474,24 @@ fn flatten(mut nodes: Vec<BuildNode>) -> Tree {
         } else {
             new_index[links.parent as usize]
         };
+        let mut data = std::mem::replace(&mut nodes[current as usize].data, Data::Fragment);
+        if let (Some(filter), Data::Element { name, attrs, .. }) = (filter, &mut data) {
+            match filter.element(&name.local, attrs) {
+                Some(stripped) => filtered.attributes += stripped as u64,
+                None => {
+                    // Left out with its whole subtree, none of which gets a place in the tree.
+                    filtered.elements += 1;
+                    match next_after_subtree(&nodes, current) {
+                        Some(next) => {
+                            current = next;
+                            continue;
+                        }
+                        None => break,
+                    }
+                }
+            }
+        }
         new_index[current as usize] = tree.nodes.len() as u32;
-        let data = std::mem::replace(&mut nodes[current as usize].data, Data::Fragment);
         let kind = convert(&mut tree, data);
         tree.nodes.push(Node {
             parent,
@@ -496,11 +526,16 @@ fn sizes(nodes: &[BuildNode]) -> (usize, usize) {
 }
 
 /// The node after `current` in a pre-order walk of the build arena from the document.
-fn next_in_document_order(nodes: &[BuildNode], mut current: u32) -> Option<u32> {
+fn next_in_document_order(nodes: &[BuildNode], current: u32) -> Option<u32> {
     let first = nodes[current as usize].links.first_child;
     if first != NONE {
         return Some(first);
     }
+    next_after_subtree(nodes, current)
+}
+
+/// The node after `current`'s subtree in a pre-order walk of the build arena.
+fn next_after_subtree(nodes: &[BuildNode], mut current: u32) -> Option<u32> {
     loop {
         let links = nodes[current as usize].links;
         if links.next != NONE {

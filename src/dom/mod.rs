@@ -58,6 +58,23 @@ pub const MAX_INPUT: usize = 1 << 30;
 /// while keeping the worst case of a hostile page to a fraction of a second.
 pub const MAX_DEPTH: u32 = 256;
 
+/// What [`Tree::parse_filtered`] leaves out: stage-1 rules applied while the tree is built.
+pub trait BuildFilter {
+    /// Called once per element, with its local name and attributes as parsed (values decoded).
+    /// Returns `None` to leave the element out with everything inside it; otherwise removes the
+    /// attributes to strip from `attrs` and returns how many it removed.
+    fn element(&self, name: &LocalName, attrs: &mut Vec<markup5ever::Attribute>) -> Option<usize>;
+}
+
+/// What a [`BuildFilter`] left out of one tree.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub struct Filtered {
+    /// Elements left out (each with its subtree, which is not counted).
+    pub elements: u64,
+    /// Attributes stripped from elements that were kept.
+    pub attributes: u64,
+}
+
 /// A node of a [`Tree`]: an index into its arena.
 ///
 /// Ids are in document order, so `a < b` means `a` starts before `b`; they are only meaningful
@@ -183,14 +200,28 @@ impl Tree {
     /// For tests and tools that need deep trees from trusted input; never raise it for pages
     /// from the network: below the limit html5ever's cost grows with depth × tags.
     pub fn parse_with_max_depth(html: &str, max_depth: u32) -> Tree {
+        Tree::parse_with(html, max_depth, None).0
+    }
+
+    /// [`Tree::parse`] that leaves out, as the tree is laid out, the elements and attributes
+    /// `filter` rejects. Stage 1's rules that look at every element's attributes cost the
+    /// streaming rewriter about as much as all its other rules together (it must then read every
+    /// tag's attributes), while here the attributes are already read: a profile that parses the
+    /// page anyway applies them here. An element left out is gone as if stage 1 had removed it:
+    /// no node, no statistics.
+    pub fn parse_filtered(html: &str, filter: &dyn BuildFilter) -> (Tree, Filtered) {
+        Tree::parse_with(html, MAX_DEPTH, Some(filter))
+    }
+
+    fn parse_with(html: &str, max_depth: u32, filter: Option<&dyn BuildFilter>) -> (Tree, Filtered) {
         let mut cut = html.len().min(MAX_INPUT);
         while !html.is_char_boundary(cut) {
             cut -= 1;
         }
-        let mut tree = build::parse(&html[..cut], max_depth);
+        let (mut tree, filtered) = build::parse_filtered(&html[..cut], max_depth, filter);
         tree.truncated |= cut < html.len();
         stats::compute(&mut tree);
-        tree
+        (tree, filtered)
     }
 
     /// Whether parsing stopped early because the page nested elements deeper than

@@ -223,6 +223,20 @@ impl RuleSet {
     pub(crate) fn removes_comments(&self) -> bool {
         self.remove_comments
     }
+
+    /// The set without its attribute-wide work (`strip-attr` without `in`, `strip-url`,
+    /// `remove-hidden`), for a page whose tree applies that work as it is built
+    /// ([`super::stage1::split_for_tree`]). Its fingerprint differs from the whole set's.
+    pub(crate) fn without_attribute_pass(&self) -> RuleSet {
+        RuleSet {
+            rules: Arc::clone(&self.rules),
+            everywhere: Arc::from([]),
+            url_schemes: Arc::from([]),
+            remove_hidden: false,
+            remove_comments: self.remove_comments,
+            fingerprint: !self.fingerprint,
+        }
+    }
 }
 
 /// Accumulates valid rules while a file is parsed.
