@@ -33,7 +33,7 @@ use crate::extract::{
 use crate::html::ads::AdFilter;
 use crate::html::charset::{self, CharsetSource};
 use crate::html::rules::RuleSet;
-use crate::html::stage1::{self, RewriteError, Stage1Stats, TreePass};
+use crate::html::stage1::{self, RewriteError, Stage1Stats, TreeRules};
 
 /// The form a profile serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -270,34 +270,32 @@ struct Transformed {
     reading: Option<Reading>,
 }
 
-/// A stage-1 page as a tree is built from it: the rewriter's output and the attribute work
-/// ([`TreePass`]) applied while parsing it; kept for the reading mode's fallback, which parses
-/// the page again.
+/// The page a tree is built from, with the rules that build it ([`TreeRules`]): kept for the
+/// reading mode's fallback, which parses the page again.
 #[derive(Clone, Copy)]
 struct Source<'a> {
     html: &'a str,
-    pass: &'a TreePass,
+    rules: &'a TreeRules,
 }
 
 impl Source<'_> {
     fn parse(&self) -> (Tree, Filtered) {
-        Tree::parse_filtered(self.html, self.pass)
+        self.rules.parse(self.html)
     }
 }
 
-/// [`process`] for a profile that parses the page: stage 1 without its attribute-wide rules,
-/// which are applied as the tree is built ([`stage1::split_for_tree`]), then stage 2 or
-/// reading mode, or the text of the page.
+/// [`process`] for a profile that parses the page: stage 1's rules applied as the tree is
+/// built ([`TreeRules`]), then stage 2 or reading mode, or the text of the page.
 fn parsed(profile: &Profile, utf8: &str, output: Output, page_url: Option<&str>) -> Result<Transformed, PipelineError> {
-    let (rules, pass) = stage1::split_for_tree(&profile.rules);
-    let (html, mut stats) = stage1::rewrite(&rules, utf8)?;
-    let source = Source { html: &html, pass: &pass };
+    let rules = TreeRules::of(&profile.rules);
+    let (html, mut stats) = rules.rewrite(utf8)?;
+    let source = Source { html: &html, rules };
     let (tree, filtered) = source.parse();
     stats.elements_removed += filtered.elements;
     stats.attributes_removed += filtered.attributes;
     // The tree stops at `dom::MAX_DEPTH` (html5ever is quadratic on deep nesting), so a deeper
-    // page cannot be judged or rendered whole from it: the HTML form falls back to the whole
-    // stage-1 page, the text form is refused rather than cut short.
+    // page cannot be judged or rendered whole from it: the HTML form falls back to the
+    // stage-1 page (the streaming rewriter's), the text form is refused rather than cut short.
     let (body, removal, reading) = match (tree.is_truncated(), &profile.reader, &profile.stage2) {
         (true, ..) if output == Output::Html => {
             let (body, stats) = stage1::rewrite(&profile.rules, utf8)?;
@@ -401,9 +399,9 @@ pub fn learn(profile: &Profile, doc: &[u8], content_type: Option<&str>, page_url
     let Some(reader) = &profile.reader else { return Ok(None) };
     let detected = charset::detect(content_type, doc);
     let utf8 = charset::to_utf8(doc, detected.encoding);
-    let (rules, pass) = stage1::split_for_tree(&profile.rules);
-    let (html, _) = stage1::rewrite(&rules, &utf8)?;
-    let (mut tree, _) = Tree::parse_filtered(&html, &pass);
+    let rules = TreeRules::of(&profile.rules);
+    let (html, _) = rules.rewrite(&utf8)?;
+    let (mut tree, _) = rules.parse(&html);
     if tree.is_truncated() {
         return Ok(None);
     }

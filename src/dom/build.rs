@@ -28,7 +28,7 @@ use markup5ever::tendril::StrTendril;
 use markup5ever::tendril::TendrilSink;
 use markup5ever::{ns, Attribute, LocalName, Namespace, QualName};
 
-use super::{Attr, BuildFilter, Element, Filtered, Node, NodeKind, Ns, Span, Tree, NONE};
+use super::{Attr, BuildFilter, Element, Filtered, Node, NodeKind, Ns, Span, Tree, Verdict, NONE};
 
 /// Bytes fed to html5ever's tokenizer at a time in the reference parse, so that the depth
 /// guard acts soon after it trips.
@@ -475,13 +475,46 @@ fn flatten(mut nodes: Vec<BuildNode>, filter: Option<&dyn BuildFilter>, filtered
             new_index[links.parent as usize]
         };
         let mut data = std::mem::replace(&mut nodes[current as usize].data, Data::Fragment);
-        if let (Some(filter), Data::Element { name, attrs, .. }) = (filter, &mut data) {
-            match filter.element(&name.local, attrs) {
-                Some(stripped) => filtered.attributes += stripped as u64,
-                None => {
-                    // Left out with its whole subtree, none of which gets a place in the tree.
-                    filtered.elements += 1;
-                    match next_after_subtree(&nodes, current) {
+        let verdict = match (filter, &mut data) {
+            (Some(filter), Data::Element { name, attrs, .. }) => filter.element(&name.local, attrs),
+            (Some(filter), Data::Comment(_)) if !filter.keeps_comments() => Verdict::Drop,
+            _ => Verdict::Keep { stripped: 0 },
+        };
+        match verdict {
+            Verdict::Keep { stripped } => filtered.attributes += stripped as u64,
+            Verdict::Drop => {
+                // Left out with its whole subtree, none of which gets a place in the tree.
+                filtered.elements += u64::from(matches!(data, Data::Element { .. }));
+                match next_after_subtree(&nodes, current) {
+                    Some(next) => {
+                        current = next;
+                        continue;
+                    }
+                    None => break,
+                }
+            }
+            Verdict::Unwrap => {
+                // Its children take its place: they are laid out under its parent.
+                filtered.elements += 1;
+                new_index[current as usize] = parent;
+                match next_in_document_order(&nodes, current) {
+                    Some(next) => {
+                        current = next;
+                        continue;
+                    }
+                    None => break,
+                }
+            }
+        }
+        // Text next to text (what stood between them was left out) is one text node, as a
+        // parser makes it of adjacent character data.
+        if let (Data::Text(text), Some(last)) = (&data, tree.nodes.last_mut()) {
+            if let NodeKind::Text(span) = &mut last.kind {
+                if last.parent == parent && span.end as usize == tree.chars.len() {
+                    tree.chars.push_str(text);
+                    span.end = tree.chars.len() as u32;
+                    new_index[current as usize] = tree.nodes.len() as u32 - 1;
+                    match next_in_document_order(&nodes, current) {
                         Some(next) => {
                             current = next;
                             continue;

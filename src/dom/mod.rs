@@ -60,16 +60,35 @@ pub const MAX_DEPTH: u32 = 256;
 
 /// What [`Tree::parse_filtered`] leaves out: stage-1 rules applied while the tree is built.
 pub trait BuildFilter {
-    /// Called once per element, with its local name and attributes as parsed (values decoded).
-    /// Returns `None` to leave the element out with everything inside it; otherwise removes the
-    /// attributes to strip from `attrs` and returns how many it removed.
-    fn element(&self, name: &LocalName, attrs: &mut Vec<markup5ever::Attribute>) -> Option<usize>;
+    /// Called once per element, with its local name and attributes as parsed (values decoded),
+    /// before anything inside it: what becomes of the element. It may change `attrs` (strip
+    /// some, rewrite a value) when it keeps the element.
+    fn element(&self, name: &LocalName, attrs: &mut Vec<markup5ever::Attribute>) -> Verdict;
+
+    /// Whether comments stay in the tree.
+    fn keeps_comments(&self) -> bool {
+        true
+    }
+}
+
+/// What a [`BuildFilter`] makes of an element.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Verdict {
+    /// The element stays, with `stripped` of its attributes removed.
+    Keep {
+        /// How many attributes the filter removed.
+        stripped: usize,
+    },
+    /// The element goes with everything inside it.
+    Drop,
+    /// The element goes and its content takes its place.
+    Unwrap,
 }
 
 /// What a [`BuildFilter`] left out of one tree.
 #[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
 pub struct Filtered {
-    /// Elements left out (each with its subtree, which is not counted).
+    /// Elements left out or unwrapped (an element inside one left out is not counted).
     pub elements: u64,
     /// Attributes stripped from elements that were kept.
     pub attributes: u64,
@@ -203,12 +222,11 @@ impl Tree {
         Tree::parse_with(html, max_depth, None).0
     }
 
-    /// [`Tree::parse`] that leaves out, as the tree is laid out, the elements and attributes
-    /// `filter` rejects. Stage 1's rules that look at every element's attributes cost the
-    /// streaming rewriter about as much as all its other rules together (it must then read every
-    /// tag's attributes), while here the attributes are already read: a profile that parses the
-    /// page anyway applies them here. An element left out is gone as if stage 1 had removed it:
-    /// no node, no statistics.
+    /// [`Tree::parse`] that leaves out, as the tree is laid out, the elements, attributes and
+    /// comments `filter` rejects: how a profile that parses the page anyway applies stage 1's
+    /// rules, without running the streaming rewriter first (see `crate::html::stage1`). What
+    /// goes is gone as if stage 1 had removed it: no node, no statistics, and text on either
+    /// side of it becomes one text node, as a parser of the rewritten page would make it.
     pub fn parse_filtered(html: &str, filter: &dyn BuildFilter) -> (Tree, Filtered) {
         Tree::parse_with(html, MAX_DEPTH, Some(filter))
     }

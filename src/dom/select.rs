@@ -158,6 +158,29 @@ impl Selector {
     }
 }
 
+/// Matching an element before it is in a tree, for selectors that need nothing else: how a
+/// tree can be built without what stage 1's rules remove (see `crate::html::stage1`).
+impl Selector {
+    /// Whether every member is one compound selector that does not look at siblings: then
+    /// [`Selector::matches_local`] decides it from the element's name and attributes alone.
+    pub fn is_local(&self) -> bool {
+        self.complexes.iter().all(|c| c.combinators.is_empty() && c.compounds[0].is_local())
+    }
+
+    /// The element names (lower case) every member requires, or `None` when some member
+    /// matches elements of any name: lets a caller try the selector only on those elements.
+    pub fn subject_tags(&self) -> Option<Vec<&str>> {
+        self.complexes.iter().map(|c| c.compounds[0].tag.as_deref()).collect()
+    }
+
+    /// Whether an element with this local name and attributes is matched, for a selector that
+    /// [`Selector::is_local`]; `attr` looks up an attribute by its lower-case name. A selector
+    /// that is not local never matches here.
+    pub fn matches_local<'v>(&self, name: &str, attr: impl Fn(&str) -> Option<&'v str>) -> bool {
+        self.is_local() && self.complexes.iter().any(|c| c.compounds[0].matches_local(name, &attr))
+    }
+}
+
 impl std::str::FromStr for Selector {
     type Err = SelectorError;
 
@@ -458,28 +481,44 @@ impl Compound {
         let Some(element) = tree.element(id) else {
             return false;
         };
+        self.matches_parts(&element.name, |name| attr(tree, id, name))
+            && !self.not.iter().any(|negated| negated.matches(tree, id))
+            && (!self.first_child || previous_element_sibling(tree, id).is_none())
+            && (!self.last_child || next_element_sibling(tree, id).is_none())
+    }
+
+    /// The tests on the element itself: type, id, classes and attributes (not `:not()`, not
+    /// the position among siblings). `attr` looks up an attribute by its lower-case name.
+    fn matches_parts<'v>(&self, name: &str, attr: impl Fn(&str) -> Option<&'v str>) -> bool {
         if let Some(tag) = &self.tag {
-            if !str::eq_ignore_ascii_case(&element.name, tag) {
+            if !str::eq_ignore_ascii_case(name, tag) {
                 return false;
             }
         }
         if !self.ids.is_empty() {
-            let own = attr(tree, id, "id");
+            let own = attr("id");
             if !self.ids.iter().all(|want| own == Some(want.as_str())) {
                 return false;
             }
         }
         if !self.classes.is_empty() {
-            let own = attr(tree, id, "class").unwrap_or("");
+            let own = attr("class").unwrap_or("");
             let has = |want: &String| own.split(is_ascii_whitespace).any(|t| t == want);
             if !self.classes.iter().all(has) {
                 return false;
             }
         }
-        self.attrs.iter().all(|test| test.matches(tree, id))
-            && !self.not.iter().any(|negated| negated.matches(tree, id))
-            && (!self.first_child || previous_element_sibling(tree, id).is_none())
-            && (!self.last_child || next_element_sibling(tree, id).is_none())
+        self.attrs.iter().all(|test| attr(&test.name).is_some_and(|value| test.matches_value(value)))
+    }
+
+    /// Whether the compound can be decided from the element alone: no position among siblings.
+    fn is_local(&self) -> bool {
+        !self.first_child && !self.last_child && self.not.iter().all(Compound::is_local)
+    }
+
+    /// [`Compound::matches`] for a [`Compound::is_local`] compound, from the element's parts.
+    fn matches_local<'v>(&self, name: &str, attr: &impl Fn(&str) -> Option<&'v str>) -> bool {
+        self.matches_parts(name, attr) && !self.not.iter().any(|negated| negated.matches_local(name, attr))
     }
 }
 
@@ -492,10 +531,6 @@ fn attr<'t>(tree: &'t Tree, id: NodeId, name: &str) -> Option<&'t str> {
 }
 
 impl AttrTest {
-    fn matches(&self, tree: &Tree, id: NodeId) -> bool {
-        attr(tree, id, &self.name).is_some_and(|value| self.matches_value(value))
-    }
-
     /// Whether an attribute of this test's name, with this value, passes the test.
     fn matches_value(&self, value: &str) -> bool {
         if self.op == AttrOp::Exists {

@@ -30,7 +30,7 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use lol_html::Selector;
 
@@ -47,11 +47,16 @@ pub const BUILTIN: &[(&str, &str)] = &[
 #[derive(Debug, Clone)]
 pub struct RuleSet {
     rules: Arc<[Rule]>,
+    /// Each rule's selector as written, beside `rules`.
+    selectors: Arc<[String]>,
     everywhere: Arc<[AttrPattern]>,
     url_schemes: Arc<[String]>,
     remove_hidden: bool,
     remove_comments: bool,
     fingerprint: u64,
+    /// The set compiled for pages parsed into a tree, made on first use
+    /// ([`super::stage1::TreeRules`]).
+    tree: Arc<OnceLock<super::stage1::TreeRules>>,
 }
 
 /// One rule with a selector, in file order.
@@ -224,12 +229,24 @@ impl RuleSet {
         self.remove_comments
     }
 
+    /// Each rule's selector as written, in the order of [`RuleSet::rules`].
+    pub(crate) fn selector_texts(&self) -> &[String] {
+        &self.selectors
+    }
+
+    /// Where the set compiled for pages parsed into a tree is kept.
+    pub(crate) fn tree_cell(&self) -> &OnceLock<super::stage1::TreeRules> {
+        &self.tree
+    }
+
     /// The set without its attribute-wide work (`strip-attr` without `in`, `strip-url`,
     /// `remove-hidden`), for a page whose tree applies that work as it is built
-    /// ([`super::stage1::split_for_tree`]). Its fingerprint differs from the whole set's.
+    /// ([`super::stage1::TreeRules`]). Its fingerprint differs from the whole set's.
     pub(crate) fn without_attribute_pass(&self) -> RuleSet {
         RuleSet {
             rules: Arc::clone(&self.rules),
+            selectors: Arc::clone(&self.selectors),
+            tree: Arc::default(),
             everywhere: Arc::from([]),
             url_schemes: Arc::from([]),
             remove_hidden: false,
@@ -243,6 +260,7 @@ impl RuleSet {
 #[derive(Default)]
 struct Builder {
     rules: Vec<Rule>,
+    selectors: Vec<String>,
     /// The patterns of `strip-attr` rules without `in`, merged so that a page pays for one pass
     /// over each element's attributes, not one per rule.
     everywhere: Vec<AttrPattern>,
@@ -260,8 +278,8 @@ impl Builder {
             None => (line, ""),
         };
         match directive {
-            "remove" => self.rules.push(Rule::Remove(parse_selector(rest)?)),
-            "unwrap" => self.rules.push(Rule::Unwrap(parse_selector(rest)?)),
+            "remove" => self.push(Rule::Remove(parse_selector(rest)?), rest),
+            "unwrap" => self.push(Rule::Unwrap(parse_selector(rest)?), rest),
             "strip-attr" => self.add_strip_attr(rest)?,
             "strip-url" => self.url_schemes.extend(parse_schemes(rest)?),
             "remove-hidden" if rest.is_empty() => self.remove_hidden = true,
@@ -283,6 +301,11 @@ impl Builder {
         Ok(())
     }
 
+    fn push(&mut self, rule: Rule, selector: &str) {
+        self.rules.push(rule);
+        self.selectors.push(selector.to_string());
+    }
+
     /// Adds a `strip-attr` rule, merging the ones that apply everywhere.
     fn add_strip_attr(&mut self, rest: &str) -> Result<(), String> {
         let (pattern_text, selector_text) = split_at_word(rest, "in");
@@ -295,10 +318,13 @@ impl Builder {
         }
         match selector_text {
             None => self.everywhere.extend(patterns),
-            Some(text) => self.rules.push(Rule::StripAttr {
-                selector: parse_selector(text)?,
-                patterns: patterns.into(),
-            }),
+            Some(text) => self.push(
+                Rule::StripAttr {
+                    selector: parse_selector(text)?,
+                    patterns: patterns.into(),
+                },
+                text,
+            ),
         }
         Ok(())
     }
@@ -315,6 +341,8 @@ impl Builder {
         }
         RuleSet {
             rules: self.rules.into(),
+            selectors: self.selectors.into(),
+            tree: Arc::default(),
             everywhere: everywhere.into(),
             url_schemes: url_schemes.into(),
             remove_hidden: self.remove_hidden,
