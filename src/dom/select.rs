@@ -48,6 +48,8 @@ pub const MAX_COMPOUNDS: usize = 32;
 pub struct Selector {
     text: String,
     complexes: Vec<Complex>,
+    /// [`Selector::is_local`], worked out once.
+    local: bool,
 }
 
 /// Why a selector was not accepted: the text as given and what is wrong or unsupported.
@@ -141,9 +143,11 @@ impl Selector {
             text: text.to_string(),
             kind,
         })?;
+        let local = complexes.iter().all(|c| c.combinators.is_empty() && c.compounds[0].is_local());
         Ok(Selector {
             text: text.to_string(),
             complexes,
+            local,
         })
     }
 
@@ -164,7 +168,7 @@ impl Selector {
     /// Whether every member is one compound selector that does not look at siblings: then
     /// [`Selector::matches_local`] decides it from the element's name and attributes alone.
     pub fn is_local(&self) -> bool {
-        self.complexes.iter().all(|c| c.combinators.is_empty() && c.compounds[0].is_local())
+        self.local
     }
 
     /// The element names (lower case) every member requires, or `None` when some member
@@ -177,7 +181,7 @@ impl Selector {
     /// [`Selector::is_local`]; `attr` looks up an attribute by its lower-case name. A selector
     /// that is not local never matches here.
     pub fn matches_local<'v>(&self, name: &str, attr: impl Fn(&str) -> Option<&'v str>) -> bool {
-        self.is_local() && self.complexes.iter().any(|c| c.compounds[0].matches_local(name, &attr))
+        self.local && self.complexes.iter().any(|c| c.compounds[0].matches_local(name, &attr))
     }
 }
 

@@ -120,7 +120,16 @@ fn remove_hidden(
     let host = host_selectors(filter, judged_from);
     report.unsupported_selectors += host.unsupported;
     let mut matched = host.set.matching(tree, root);
-    if !host.generichide {
+    if !host.generichide && host.exceptions.is_empty() {
+        // All the lists' class and id rules, parsed once and indexed by class and id: an
+        // element tests only those keyed by its own.
+        let generic = generic_selectors(filter);
+        matched.extend(generic.set.matching(tree, root));
+        report.unsupported_selectors += generic.unsupported_on(tree, root);
+        matched.sort_unstable();
+        matched.dedup();
+    } else if !host.generichide {
+        // The host cancels some generic rules: ask the lists for those that apply here.
         let (classes, ids) = classes_and_ids(tree, root);
         let texts = filter.class_id_selectors(&classes, &ids, &host.exceptions);
         let (page, unsupported) = parse_selectors(texts.iter().filter(|t| !host.texts.contains(*t)));
@@ -176,6 +185,75 @@ fn host_selectors(filter: &AdFilter, page_url: &str) -> Arc<HostSelectors> {
             unsupported,
         })
     })
+}
+
+/// The lists' generic class and id hiding rules as one indexed set, parsed once per filter
+/// (about 13,000 rules for the shipped lists, a few MiB), and the rules the engine cannot parse
+/// by the class or id that keys them, so a page's report still counts those that applied.
+struct GenericSelectors {
+    set: SelectorSet,
+    /// Unparsable rules per key: `.class` or `#id` as the rule starts.
+    unsupported: HashMap<String, usize>,
+}
+
+impl GenericSelectors {
+    fn new(texts: &[String]) -> GenericSelectors {
+        let mut unsupported: HashMap<String, usize> = HashMap::new();
+        let mut selectors = Vec::with_capacity(texts.len());
+        for text in texts {
+            match Selector::parse(text) {
+                Ok(selector) => selectors.push(selector),
+                Err(_) => *unsupported.entry(leading_key(text).to_string()).or_default() += 1,
+            }
+        }
+        GenericSelectors { set: SelectorSet::new(selectors), unsupported }
+    }
+
+    /// How many of the unparsable rules are keyed by a class or id of the page.
+    fn unsupported_on(&self, tree: &Tree, root: NodeId) -> usize {
+        if self.unsupported.is_empty() {
+            return 0;
+        }
+        let mut seen: HashSet<&str> = HashSet::new();
+        let mut key = String::new();
+        for edge in tree.traverse(root) {
+            let Edge::Open(id) = edge else { continue };
+            for (name, value) in tree.attrs(id) {
+                let (mark, tokens) = match *name {
+                    local_name!("class") => ('.', value),
+                    local_name!("id") => ('#', value),
+                    _ => continue,
+                };
+                for token in tokens.split_ascii_whitespace() {
+                    key.clear();
+                    key.push(mark);
+                    key.push_str(token);
+                    if let Some((known, _)) = self.unsupported.get_key_value(key.as_str()) {
+                        seen.insert(known);
+                    }
+                }
+            }
+        }
+        seen.iter().map(|k| self.unsupported[*k]).sum()
+    }
+}
+
+/// The `.class` or `#id` a generic hiding rule starts with.
+fn leading_key(text: &str) -> &str {
+    let end = text
+        .char_indices()
+        .skip(1)
+        .find(|&(_, c)| !(c.is_alphanumeric() || c == '-' || c == '_'))
+        .map_or(text.len(), |(at, _)| at);
+    &text[..end]
+}
+
+/// The lists' generic class and id rules of `filter`, made once per filter.
+fn generic_selectors(filter: &AdFilter) -> Arc<GenericSelectors> {
+    static CACHE: OnceLock<moka::sync::Cache<u64, Arc<GenericSelectors>>> = OnceLock::new();
+    // A filter is replaced on a config reload; two cover the swap.
+    let cache = CACHE.get_or_init(|| moka::sync::Cache::new(2));
+    cache.get_with(filter.id(), || Arc::new(GenericSelectors::new(filter.generic_class_id_selectors())))
 }
 
 /// Parses selector texts into one set; the count is of those the engine cannot parse.
@@ -560,6 +638,24 @@ example.com##.promo
         let report = remove_ads(&mut tree, &filter(), Some("https://site.example/"));
         assert_eq!((report.removed.len(), report.guarded), (0, 1));
         assert!(!tree.is_removed(by_id(&tree, "skin")));
+    }
+
+    #[test]
+    fn generic_class_and_id_rules_honour_host_exceptions() {
+        let list = format!("{LIST}quiet.example#@#.ad-banner\n@@||plain.example^$generichide\n");
+        let filter = AdFilter::from_lists(&[("test.txt", &list)]);
+        let page = r#"<p>Some text that is the content of this page, long enough.</p>
+            <div class="ad-banner" id="b">class</div><div id="top-ad">id</div>"#;
+        let removed = |url: &str| {
+            let mut tree = Tree::parse(page);
+            let report = remove_ads(&mut tree, &filter, Some(url));
+            removed_ids(&tree, &report)
+        };
+        assert_eq!(removed("https://any.example/"), ["b", "top-ad"]);
+        // The host cancels one generic rule: the other still applies.
+        assert_eq!(removed("https://quiet.example/"), ["top-ad"]);
+        // No generic rule at all.
+        assert!(removed("https://plain.example/").is_empty());
     }
 
     #[test]

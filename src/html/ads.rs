@@ -134,6 +134,9 @@ pub struct AdFilter {
     /// Verdicts of [`AdFilter::is_blocked`] by request kind, page host and URL: a site's
     /// pages repeat the same menus, logos and trackers, and judging a URL costs microseconds.
     verdicts: moka::sync::Cache<String, bool>,
+    /// The lists' generic hiding rules keyed by a class or id (`##.ad-banner`, `###ad`), as
+    /// written, each once ([`AdFilter::generic_class_id_selectors`]).
+    generic_class_id: Vec<String>,
 }
 
 /// The element-hiding rules of the lists for one host, before the page's own classes and ids
@@ -167,16 +170,26 @@ impl AdFilter {
         let options = ParseOptions::default();
         let mut set = FilterSet::new(false);
         let mut stats = Vec::with_capacity(lists.len());
+        let mut generic_class_id = Vec::new();
         for &(name, text) in lists {
             stats.push(count_rules(name, text, options));
             set.add_filter_list(text.to_owned(), options);
+            generic_class_id.extend(
+                text.lines()
+                    .filter_map(|line| line.trim().strip_prefix("##"))
+                    .filter(|selector| selector.starts_with(['.', '#']))
+                    .map(str::to_owned),
+            );
         }
+        generic_class_id.sort_unstable();
+        generic_class_id.dedup();
         static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         AdFilter {
             engine: Engine::new_with_filter_set(set),
             lists: stats,
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             verdicts: moka::sync::Cache::new(VERDICTS),
+            generic_class_id,
         }
     }
 
@@ -272,6 +285,14 @@ impl AdFilter {
         exceptions: &HashSet<String>,
     ) -> Vec<String> {
         self.engine.hidden_class_id_selectors(classes, ids, exceptions)
+    }
+
+    /// Every generic hiding selector keyed by a class or id (`.ad-banner`, `#ad > div`): the
+    /// ones [`AdFilter::class_id_selectors`] picks from by the page's classes and ids. A caller
+    /// that matches them all on a tree, indexed by class and id, gets the same elements without
+    /// asking per page, as long as the host has no exceptions ([`HostHiding::exceptions`]).
+    pub fn generic_class_id_selectors(&self) -> &[String] {
+        &self.generic_class_id
     }
 
     /// This filter's identity within the process (see the field).
