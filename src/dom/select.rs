@@ -31,7 +31,9 @@
 
 use rustc_hash::FxHashMap;
 
-use super::{Edge, Element, NodeId, Tree};
+use markup5ever::local_name;
+
+use super::{Edge, Element, LocalName, NodeId, Tree};
 use parse::Parser;
 
 mod parse;
@@ -218,12 +220,12 @@ pub struct SelectorSet {
     complexes: Vec<Complex>,
     by_id: FxHashMap<String, Vec<u32>>,
     by_class: FxHashMap<String, Vec<u32>>,
-    by_attr: FxHashMap<String, Vec<u32>>,
+    by_attr: FxHashMap<LocalName, Vec<u32>>,
     /// Selectors filed by a case-sensitive `[attr^=value]` test (lists hold hundreds of
     /// `a[href^="https://ad-host/"]`), per attribute name, sorted by value: an element finds
     /// those whose value starts its own in a few binary searches.
-    by_prefix: FxHashMap<String, Vec<(String, u32)>>,
-    by_tag: FxHashMap<String, Vec<u32>>,
+    by_prefix: FxHashMap<LocalName, Vec<(String, u32)>>,
+    by_tag: FxHashMap<LocalName, Vec<u32>>,
     everywhere: Vec<u32>,
 }
 
@@ -239,14 +241,14 @@ impl SelectorSet {
             } else if let Some(class) = subject.classes.first() {
                 set.by_class.entry(class.clone()).or_default()
             } else if let Some(attr) = subject.attrs.first().filter(|a| is_prefix_key(a)) {
-                let list = set.by_prefix.entry(attr.name.clone()).or_default();
+                let list = set.by_prefix.entry(LocalName::from(attr.name.as_str())).or_default();
                 list.push((attr.value.clone(), index));
                 set.complexes.push(complex);
                 continue;
             } else if let Some(attr) = subject.attrs.first() {
-                set.by_attr.entry(attr.name.clone()).or_default()
+                set.by_attr.entry(LocalName::from(attr.name.as_str())).or_default()
             } else if let Some(tag) = &subject.tag {
-                set.by_tag.entry(tag.clone()).or_default()
+                set.by_tag.entry(LocalName::from(tag.as_str())).or_default()
             } else {
                 &mut set.everywhere
             };
@@ -277,14 +279,13 @@ impl SelectorSet {
             return found;
         }
         let mut candidates = Vec::new();
-        let mut lower = String::new();
         for edge in tree.traverse(root) {
             let Edge::Open(id) = edge else { continue };
             let Some(element) = tree.element(id) else {
                 continue;
             };
             candidates.clear();
-            self.gather(tree, id, element, &mut candidates, &mut lower);
+            self.gather(tree, id, element, &mut candidates);
             if candidates
                 .iter()
                 .any(|&c| self.complexes[c as usize].matches(tree, id))
@@ -296,28 +297,25 @@ impl SelectorSet {
     }
 
     /// Collects the indexes of the selectors filed under the element's keys.
-    fn gather(
-        &self,
-        tree: &Tree,
-        id: NodeId,
-        element: &Element,
-        out: &mut Vec<u32>,
-        lower: &mut String,
-    ) {
+    ///
+    /// Keys are interned names, so a lookup hashes a number, not a string: the element's own
+    /// names are already atoms, lower case for every HTML name; a foreign camel-cased one is
+    /// lowered (and interned) first.
+    fn gather(&self, tree: &Tree, id: NodeId, element: &Element, out: &mut Vec<u32>) {
         out.extend_from_slice(&self.everywhere);
         if !self.by_tag.is_empty() {
-            if let Some(hits) = self.by_tag.get(lowercase(&element.name, lower)) {
+            if let Some(hits) = self.by_tag.get(&*lowercase(&element.name)) {
                 out.extend_from_slice(hits);
             }
         }
+        let by_name = !self.by_prefix.is_empty() || !self.by_attr.is_empty();
         for (name, value) in tree.attrs(id) {
-            if !self.by_prefix.is_empty() {
-                if let Some(list) = self.by_prefix.get(lowercase(name, lower)) {
+            if by_name {
+                let name = lowercase(name);
+                if let Some(list) = self.by_prefix.get(&*name) {
                     prefixes_of(list, value.as_bytes(), out);
                 }
-            }
-            if !self.by_attr.is_empty() {
-                if let Some(hits) = self.by_attr.get(lowercase(name, lower)) {
+                if let Some(hits) = self.by_attr.get(&*name) {
                     // The test the selector was filed by is checked here, on the value at hand:
                     // lists file hundreds of `a[href^="https://ad-host/"]` under `href`.
                     let key_test = |&&c: &&u32| {
@@ -326,11 +324,11 @@ impl SelectorSet {
                     out.extend(hits.iter().filter(key_test));
                 }
             }
-            if str::eq_ignore_ascii_case(name, "id") && !self.by_id.is_empty() {
+            if *name == local_name!("id") {
                 if let Some(hits) = self.by_id.get(value) {
                     out.extend_from_slice(hits);
                 }
-            } else if str::eq_ignore_ascii_case(name, "class") && !self.by_class.is_empty() {
+            } else if *name == local_name!("class") && !self.by_class.is_empty() {
                 for class in value.split(is_ascii_whitespace).filter(|c| !c.is_empty()) {
                     if let Some(hits) = self.by_class.get(class) {
                         out.extend_from_slice(hits);
@@ -379,15 +377,12 @@ fn prefixes_of(list: &[(String, u32)], value: &[u8], out: &mut Vec<u32>) {
     }
 }
 
-/// `name` in ASCII lower case, borrowed when it already is (every HTML name), else written into
-/// `buffer`.
-fn lowercase<'a>(name: &'a str, buffer: &'a mut String) -> &'a str {
+/// `name` in ASCII lower case: itself when it already is (every HTML name), else interned.
+fn lowercase(name: &LocalName) -> std::borrow::Cow<'_, LocalName> {
     if !name.bytes().any(|b| b.is_ascii_uppercase()) {
-        return name;
+        return std::borrow::Cow::Borrowed(name);
     }
-    buffer.clear();
-    buffer.extend(name.chars().map(|c| c.to_ascii_lowercase()));
-    buffer
+    std::borrow::Cow::Owned(LocalName::from(name.to_ascii_lowercase()))
 }
 
 /// CSS and HTML whitespace: space, tab, line feed, form feed, carriage return.

@@ -39,6 +39,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 
 use markup5ever::local_name;
+use rustc_hash::{FxHashMap, FxHashSet};
 use url::Url;
 
 use crate::dom::select::{Selector, SelectorSet};
@@ -192,60 +193,62 @@ fn host_selectors(filter: &AdFilter, page_url: &str) -> Arc<HostSelectors> {
 /// by the class or id that keys them, so a page's report still counts those that applied.
 struct GenericSelectors {
     set: SelectorSet,
-    /// Unparsable rules per key: `.class` or `#id` as the rule starts.
-    unsupported: HashMap<String, usize>,
+    /// Unparsable rules per class that keys them (`.class…`).
+    unsupported_classes: FxHashMap<String, usize>,
+    /// Unparsable rules per id that keys them (`#id…`).
+    unsupported_ids: FxHashMap<String, usize>,
 }
 
 impl GenericSelectors {
     fn new(texts: &[String]) -> GenericSelectors {
-        let mut unsupported: HashMap<String, usize> = HashMap::new();
+        let (mut unsupported_classes, mut unsupported_ids) = (FxHashMap::default(), FxHashMap::default());
         let mut selectors = Vec::with_capacity(texts.len());
         for text in texts {
             match Selector::parse(text) {
                 Ok(selector) => selectors.push(selector),
-                Err(_) => *unsupported.entry(leading_key(text).to_string()).or_default() += 1,
+                Err(_) => {
+                    let (mark, key) = leading_key(text);
+                    let map = if mark == '.' { &mut unsupported_classes } else { &mut unsupported_ids };
+                    *map.entry(key.to_string()).or_default() += 1;
+                }
             }
         }
-        GenericSelectors { set: SelectorSet::new(selectors), unsupported }
+        GenericSelectors { set: SelectorSet::new(selectors), unsupported_classes, unsupported_ids }
     }
 
     /// How many of the unparsable rules are keyed by a class or id of the page.
     fn unsupported_on(&self, tree: &Tree, root: NodeId) -> usize {
-        if self.unsupported.is_empty() {
+        if self.unsupported_classes.is_empty() && self.unsupported_ids.is_empty() {
             return 0;
         }
-        let mut seen: HashSet<&str> = HashSet::new();
-        let mut key = String::new();
+        let mut seen: FxHashSet<(bool, &str)> = FxHashSet::default();
         for edge in tree.traverse(root) {
             let Edge::Open(id) = edge else { continue };
             for (name, value) in tree.attrs(id) {
-                let (mark, tokens) = match *name {
-                    local_name!("class") => ('.', value),
-                    local_name!("id") => ('#', value),
+                let (map, is_class) = match *name {
+                    local_name!("class") => (&self.unsupported_classes, true),
+                    local_name!("id") => (&self.unsupported_ids, false),
                     _ => continue,
                 };
-                for token in tokens.split_ascii_whitespace() {
-                    key.clear();
-                    key.push(mark);
-                    key.push_str(token);
-                    if let Some((known, _)) = self.unsupported.get_key_value(key.as_str()) {
-                        seen.insert(known);
+                for token in value.split_ascii_whitespace() {
+                    if let Some((key, _)) = map.get_key_value(token) {
+                        seen.insert((is_class, key));
                     }
                 }
             }
         }
-        seen.iter().map(|k| self.unsupported[*k]).sum()
+        seen.iter()
+            .map(|&(is_class, key)| if is_class { self.unsupported_classes[key] } else { self.unsupported_ids[key] })
+            .sum()
     }
 }
 
-/// The `.class` or `#id` a generic hiding rule starts with.
-fn leading_key(text: &str) -> &str {
-    let end = text
-        .char_indices()
-        .skip(1)
-        .find(|&(_, c)| !(c.is_alphanumeric() || c == '-' || c == '_'))
-        .map_or(text.len(), |(at, _)| at);
-    &text[..end]
+/// The mark (`.` or `#`) and the class or id a generic hiding rule starts with.
+fn leading_key(text: &str) -> (char, &str) {
+    let mark = text.chars().next().unwrap_or('.');
+    let rest = &text[mark.len_utf8().min(text.len())..];
+    let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '-' || c == '_')).unwrap_or(rest.len());
+    (mark, &rest[..end])
 }
 
 /// The lists' generic class and id rules of `filter`, made once per filter.
