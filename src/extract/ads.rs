@@ -285,6 +285,9 @@ fn blocked_elements(
     judged_from: &str,
 ) -> Vec<NodeId> {
     let page_host = page.and_then(Url::host_str);
+    // A relative link resolves to the base's host; when that is the page's, it is not judged,
+    // and need not be resolved either (most of a page's links are its own site's).
+    let base_is_page = page_host.is_some() && base.and_then(Url::host_str) == page_host;
     let mut verdicts: HashMap<(String, RequestKind), bool> = HashMap::new();
     let mut blocked = Vec::new();
     for edge in tree.traverse(tree.root()) {
@@ -292,6 +295,9 @@ fn blocked_elements(
         let Some((raw, kind)) = request_of(tree, id) else {
             continue;
         };
+        if kind == RequestKind::Link && base_is_page && is_same_host_relative(raw) {
+            continue;
+        }
         let Some(url) = resolve(raw, base) else {
             continue;
         };
@@ -357,6 +363,27 @@ fn resolve(raw: &str, base: Option<&Url>) -> Option<Url> {
         None => Url::parse(raw).ok()?,
     };
     matches!(url.scheme(), "http" | "https" | "ws" | "wss").then_some(url)
+}
+
+/// Whether a link resolves against its base without changing host: a path (`/a`, `a/b`,
+/// `../c`), a query or a fragment, but not `//host/…` nor anything with a scheme. Leading and
+/// trailing whitespace and control characters are ignored as the URL parser ignores them; a
+/// backslash counts as a slash, as it does for http(s) URLs; tabs and newlines inside
+/// (which the parser drops) make the answer "no", to be safe.
+fn is_same_host_relative(raw: &str) -> bool {
+    let raw = raw.trim_matches(|c: char| c <= ' ');
+    let bytes = raw.as_bytes();
+    if bytes.len() >= 2 && matches!(bytes[0], b'/' | b'\\') && matches!(bytes[1], b'/' | b'\\') {
+        return false; // scheme-relative: another host
+    }
+    if raw.contains(['\t', '\n', '\r']) {
+        return false;
+    }
+    // A scheme is letters, digits, `+`, `-`, `.` before the first `:`, starting with a letter.
+    let scheme_end = raw.find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')));
+    let has_scheme = bytes.first().is_some_and(u8::is_ascii_alphabetic)
+        && scheme_end.is_some_and(|end| bytes[end] == b':');
+    !has_scheme
 }
 
 /// Whether `url` starts with `scheme:` in any letter case; used to skip inline data cheaply.
@@ -641,6 +668,16 @@ example.com##.promo
         let report = remove_ads(&mut tree, &filter(), Some("https://site.example/"));
         assert_eq!((report.removed.len(), report.guarded), (0, 1));
         assert!(!tree.is_removed(by_id(&tree, "skin")));
+    }
+
+    #[test]
+    fn relative_links_are_told_apart_without_parsing() {
+        for same in ["/story/2", "story", "../up", "?q=1", "#top", " /padded ", "a:b/../c".trim_start_matches("a:b"), "/p?u=http://x"] {
+            assert!(is_same_host_relative(same), "{same}");
+        }
+        for other in ["//ads.example.net/c", "\\\\ads.example.net", "https://x", "HTTP://x", "javascript:x", "mailto:a@b", " //x", "ja\tvascript:x", "a+b.c-d:x"] {
+            assert!(!is_same_host_relative(other), "{other}");
+        }
     }
 
     #[test]
