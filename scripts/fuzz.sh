@@ -82,9 +82,10 @@ for target in "${targets[@]}"; do
         result="FAILED (exit $status)"
         failed=1
         echo "---- $target: the failure (full log: fuzz/artifacts/$target/last-run.log)"
-        cp "$log" "artifacts/$target/last-run.log"
         grep -m 1 -A 8 -E 'panicked at|ERROR: (libFuzzer|AddressSanitizer)' "$log" | cut -c 1-2000 || tail -n 20 "$log"
+        # Listed before the log is copied there, which is not an input.
         find "artifacts/$target" -type f -newer "$workdir/start-$target" | sed 's|^|crash input: fuzz/|'
+        cp "$log" "artifacts/$target/last-run.log"
     fi
     line="$(printf '%-9s %6ss %12s runs %6s inputs %7s KiB  %s' "$target" "$secs" "${runs:-?}" "$files" "$kib" "$result")"
     echo "$line"
