@@ -149,14 +149,24 @@ fn push(stages: &mut [Stage], sink: &mut Sink, data: &[u8]) -> Result<(), Decode
 /// stacked body could keep a stage busy on gigabytes that never reach the sink, such as an
 /// endless gzip file name inside an outer gzip. The cost: a stacked body whose inner stream is
 /// incompressible and within a few bytes of the cap is refused.
+///
+/// The part of a piece that fits under the cap is handed on before the limit is reported, so
+/// the next stage always judges the same first `limit` bytes, however the body was cut: a
+/// stacked body that is both too big and corrupt within those bytes is corrupt, whether the
+/// outer stage's output came in one piece or in many.
 fn forward(stages: &mut [Stage], sink: &mut Sink, piece: &[u8]) -> Result<(), DecodeError> {
-    if let Some(next) = stages.first_mut() {
+    let Some(next) = stages.first_mut() else {
+        return push(stages, sink, piece);
+    };
+    let room = sink.limit.saturating_sub(next.taken);
+    if piece.len() as u64 <= room {
         next.taken += piece.len() as u64;
-        if next.taken > sink.limit {
-            return Err(DecodeError::LimitExceeded { limit: sink.limit });
-        }
+        return push(stages, sink, piece);
     }
-    push(stages, sink, piece)
+    next.taken = sink.limit.saturating_add(1);
+    // `room` < `piece.len()`, so it fits in usize.
+    push(stages, sink, &piece[..room as usize])?;
+    Err(DecodeError::LimitExceeded { limit: sink.limit })
 }
 
 /// Re-creates an error for a spent decoder. `io::Error` cannot be cloned, so the cause keeps its
@@ -737,6 +747,26 @@ mod tests {
             assert_eq!(decoder.decode(&[], false).unwrap(), b"");
             assert_eq!(decoder.decode(&[], true).unwrap(), b"", "{stack:?}");
         }
+    }
+
+    /// Found by fuzzing: a gzip stream inside gzip whose inner bytes are not gzip, decoded
+    /// under a 64-byte cap, was over the cap fed whole but corrupt fed in three pieces.
+    #[test]
+    fn a_stacked_body_over_the_cap_gets_one_verdict_however_it_is_cut() {
+        let hex = "1f8b0800000000000203010f01f0fe28b52ffd0058310800789c8dd54b8ac3301084e17d4e217201bb5b6a3dc0f15d32799080f802f626b70fccb84c1643d1fb4298ef37d2705b1ed338fc3ccfef717885d3749ce7c317000000";
+        let body: Vec<u8> = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
+            .collect();
+        let stack = [Coding::Gzip, Coding::Gzip];
+        let whole = decode_all(&stack, &body, 64);
+        let mut decoder = Decoder::new(&stack, 64);
+        let chunked = [&body[..27], &body[27..89], &body[89..]]
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, part)| decoder.decode(part, i == 2).map(drop));
+        assert!(matches!(whole, Err(DecodeError::Corrupt { .. })), "{whole:?}");
+        assert!(matches!(chunked, Err(DecodeError::Corrupt { .. })), "{chunked:?}");
     }
 
     #[test]
