@@ -9,7 +9,9 @@
 //! HTML is decoded ([`body`]), transcoded to UTF-8 and filtered by the rules of the client's
 //! profile ([`html`], stage 1), optionally rebuilt as a tree ([`dom`]) for the higher-level
 //! removers and extractors ([`extract`], stage 2), rendered ([`render`]) and re-encoded for the
-//! client.
+//! client. Stage 1 streams through lol_html for a profile that serves its output; a profile that
+//! builds a tree anyway has the same rules applied as the tree is built
+//! ([`html::stage1::TreeRules`]), which saves a whole pass over the page.
 //!
 //! # Layout
 //!
@@ -20,7 +22,7 @@
 //! | [`tls`] | HTTPS interception: the local CA, per-host leaf certificates (moka), host policy lists |
 //! | [`net`] | listeners, connections, admission, forwarding, CONNECT tunnels, the proxy's own pages |
 //! | [`body`] | content-codings: decode with a cap, encode for the client; bytes only, no HTTP types |
-//! | [`html`] | charset detection and transcoding, rule files, the streaming stage-1 rewriter |
+//! | [`html`] | charset detection and transcoding, rule files, stage 1: the streaming rewriter, and the same rules as a filter of tree building |
 //! | [`dom`] | the compact arena tree built by html5ever, with per-node statistics |
 //! | [`extract`] | removers and extractors: pure functions over [`dom`] trees |
 //! | [`render`] | output forms: filtered HTML, plain text, the reading page |
