@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Runs pith's whole test suite on a fresh machine: everything it needs is built here.
 # Usage: scripts/test.sh   (from anywhere in the repository)
+# Last, a smoke run of every fuzz target: `scripts/fuzz.sh --smoke --dev` (unoptimised, no
+# sanitizer, 25 s per target; installs cargo-fuzz if missing). What it checks is in the
+# header of scripts/fuzz.sh, its cost in fuzz/README.md ("Cost in CI"). A finding fails the suite.
+# PITH_SKIP_FUZZ=1 leaves the fuzz smoke out (for a quick local run; CI runs it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
@@ -15,3 +19,6 @@ else
     cargo test --locked --doc
 fi
 cargo check --locked --benches
+if [[ "${PITH_SKIP_FUZZ:-}" != 1 ]]; then
+    scripts/fuzz.sh --smoke --dev
+fi
