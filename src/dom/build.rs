@@ -466,78 +466,59 @@ fn flatten(mut nodes: Vec<BuildNode>, filter: Option<&dyn BuildFilter>, filtered
         truncated: false,
     };
     let mut new_index = vec![NONE; nodes.len()];
-    let mut current = 0u32;
-    loop {
-        let links = nodes[current as usize].links;
+    let mut current = Some(0u32);
+    while let Some(at) = current {
+        let links = nodes[at as usize].links;
         let parent = if links.parent == NONE {
             NONE
         } else {
             new_index[links.parent as usize]
         };
-        let mut data = std::mem::replace(&mut nodes[current as usize].data, Data::Fragment);
+        let mut data = std::mem::replace(&mut nodes[at as usize].data, Data::Fragment);
         let verdict = match (filter, &mut data) {
             (Some(filter), Data::Element { name, attrs, .. }) => filter.element(&name.local, attrs),
             (Some(filter), Data::Comment(_)) if !filter.keeps_comments() => Verdict::Drop,
             _ => Verdict::Keep { stripped: 0 },
         };
         match verdict {
-            Verdict::Keep { stripped } => filtered.attributes += stripped as u64,
+            Verdict::Keep { stripped } => {
+                filtered.attributes += stripped as u64;
+                new_index[at as usize] = lay_out(&mut tree, parent, data);
+            }
             Verdict::Drop => {
                 // Left out with its whole subtree, none of which gets a place in the tree.
                 filtered.elements += u64::from(matches!(data, Data::Element { .. }));
-                match next_after_subtree(&nodes, current) {
-                    Some(next) => {
-                        current = next;
-                        continue;
-                    }
-                    None => break,
-                }
+                current = next_after_subtree(&nodes, at);
+                continue;
             }
             Verdict::Unwrap => {
                 // Its children take its place: they are laid out under its parent.
                 filtered.elements += 1;
-                new_index[current as usize] = parent;
-                match next_in_document_order(&nodes, current) {
-                    Some(next) => {
-                        current = next;
-                        continue;
-                    }
-                    None => break,
-                }
+                new_index[at as usize] = parent;
             }
         }
-        // Text next to text (what stood between them was left out) is one text node, as a
-        // parser makes it of adjacent character data.
-        if let (Data::Text(text), Some(last)) = (&data, tree.nodes.last_mut()) {
-            if let NodeKind::Text(span) = &mut last.kind {
-                if last.parent == parent && span.end as usize == tree.chars.len() {
-                    tree.chars.push_str(text);
-                    span.end = tree.chars.len() as u32;
-                    new_index[current as usize] = tree.nodes.len() as u32 - 1;
-                    match next_in_document_order(&nodes, current) {
-                        Some(next) => {
-                            current = next;
-                            continue;
-                        }
-                        None => break,
-                    }
-                }
-            }
-        }
-        new_index[current as usize] = tree.nodes.len() as u32;
-        let kind = convert(&mut tree, data);
-        tree.nodes.push(Node {
-            parent,
-            end: 0,
-            kind,
-        });
-        match next_in_document_order(&nodes, current) {
-            Some(next) => current = next,
-            None => break,
-        }
+        current = next_in_document_order(&nodes, at);
     }
     compute_ends(&mut tree.nodes);
     tree
+}
+
+/// Appends a node under `parent` (an index of the tree); returns the node's index. Text right
+/// after a text sibling (what stood between them was left out) joins it, as a parser makes one
+/// text node of adjacent character data.
+fn lay_out(tree: &mut Tree, parent: u32, data: Data) -> u32 {
+    if let (Data::Text(text), Some(last)) = (&data, tree.nodes.last_mut()) {
+        if let NodeKind::Text(span) = &mut last.kind {
+            if last.parent == parent && span.end as usize == tree.chars.len() {
+                tree.chars.push_str(text);
+                span.end = tree.chars.len() as u32;
+                return tree.nodes.len() as u32 - 1;
+            }
+        }
+    }
+    let kind = convert(tree, data);
+    tree.nodes.push(Node { parent, end: 0, kind });
+    tree.nodes.len() as u32 - 1
 }
 
 /// The bytes of character data and the number of attributes in the build arena, an upper
