@@ -6,10 +6,12 @@
 //! `pith extract` a faithful offline twin of the proxy: the same profile gives the same output.
 //!
 //! The steps: find the charset and transcode to UTF-8 ([`crate::html::charset`]), apply the
-//! profile's stage-1 rules ([`crate::html::stage1`]); then, for a profile with stage 2, parse
-//! the filtered page into a [`Tree`], run the removers ([`crate::extract::declutter`]) with the
-//! settings of the profile and the page's site rule, and render the requested [`Output`]. A
-//! profile without stage 2 serves the stage-1 page (its text form still goes through a tree).
+//! profile's stage-1 rules ([`crate::html::stage1`]); then, for a profile with stage 2, run the
+//! removers ([`crate::extract::declutter`]) on the page's [`Tree`] with the settings of the
+//! profile and the page's site rule, and render the requested [`Output`]. A profile without
+//! stage 2 serves the stage-1 page from the streaming rewriter; wherever a tree is built (stage
+//! 2, reading mode, a text form) the stage-1 rules are applied as it is built
+//! ([`TreeRules`]), so the page is parsed once, not rewritten and then parsed.
 //!
 //! A profile with a [`Reader`] runs reading mode instead of the removers: the page's metadata
 //! is read ([`crate::extract::meta`]), the extractor chosen by the site rule or the profile
