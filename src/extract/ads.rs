@@ -222,21 +222,12 @@ impl GenericSelectors {
             return 0;
         }
         let mut seen: FxHashSet<(bool, &str)> = FxHashSet::default();
-        for edge in tree.traverse(root) {
-            let Edge::Open(id) = edge else { continue };
-            for (name, value) in tree.attrs(id) {
-                let (map, is_class) = match *name {
-                    local_name!("class") => (&self.unsupported_classes, true),
-                    local_name!("id") => (&self.unsupported_ids, false),
-                    _ => continue,
-                };
-                for token in value.split_ascii_whitespace() {
-                    if let Some((key, _)) = map.get_key_value(token) {
-                        seen.insert((is_class, key));
-                    }
-                }
+        for_each_class_and_id(tree, root, |is_class, token| {
+            let map = if is_class { &self.unsupported_classes } else { &self.unsupported_ids };
+            if let Some((key, _)) = map.get_key_value(token) {
+                seen.insert((is_class, key));
             }
-        }
+        });
         seen.iter()
             .map(|&(is_class, key)| if is_class { self.unsupported_classes[key] } else { self.unsupported_ids[key] })
             .sum()
@@ -455,18 +446,26 @@ fn has_other_content(tree: &Tree, parent: NodeId, child: NodeId) -> bool {
 fn classes_and_ids(tree: &Tree, root: NodeId) -> (Vec<String>, Vec<String>) {
     let mut classes = HashSet::new();
     let mut ids = HashSet::new();
+    for_each_class_and_id(tree, root, |is_class, token| {
+        if is_class { classes.insert(token) } else { ids.insert(token) };
+    });
+    let owned = |set: HashSet<&str>| set.into_iter().map(str::to_string).collect();
+    (owned(classes), owned(ids))
+}
+
+/// Calls `f` with each class name (`true`) and each non-empty id (`false`) of the elements
+/// under `root`, in document order, repeats included.
+fn for_each_class_and_id<'t>(tree: &'t Tree, root: NodeId, mut f: impl FnMut(bool, &'t str)) {
     for edge in tree.traverse(root) {
         let Edge::Open(id) = edge else { continue };
         for (name, value) in tree.attrs(id) {
             if *name == local_name!("class") {
-                classes.extend(value.split_ascii_whitespace());
+                value.split_ascii_whitespace().for_each(|class| f(true, class));
             } else if *name == local_name!("id") && !value.is_empty() {
-                ids.insert(value);
+                f(false, value);
             }
         }
     }
-    let owned = |set: HashSet<&str>| set.into_iter().map(str::to_string).collect();
-    (owned(classes), owned(ids))
 }
 
 /// Decides which removals are too dangerous (module doc) or unwanted (`keep`).
