@@ -655,17 +655,22 @@ fn attribute<'a>(attrs: &'a [markup5ever::Attribute], name: &str) -> Option<&'a 
 }
 
 /// [`declare_utf8_charset`] and [`declare_utf8_content_type`] on a tree's `<meta>`.
-fn declare_utf8_in_tree(attrs: &mut [markup5ever::Attribute]) {
-    let content_type = attribute(attrs, "http-equiv").is_some_and(|v| v.eq_ignore_ascii_case("content-type"));
-    for attr in attrs.iter_mut().filter(|a| a.name.prefix.is_none()) {
-        match &*attr.name.local {
-            "charset" if Encoding::for_label(attr.value.trim().as_bytes()) != Some(UTF_8) => {
-                attr.value = "utf-8".into();
-            }
-            "content" if content_type && charset::from_content_type(&attr.value) != Some(UTF_8) => {
-                attr.value = "text/html; charset=utf-8".into();
-            }
-            _ => {}
+fn declare_utf8_in_tree(attrs: &mut Vec<markup5ever::Attribute>) {
+    let set = |attrs: &mut Vec<markup5ever::Attribute>, name: LocalName, value: &str| {
+        match attrs.iter_mut().find(|a| a.name.prefix.is_none() && a.name.local == name) {
+            Some(attr) => attr.value = value.into(),
+            None => attrs.push(markup5ever::Attribute {
+                name: markup5ever::QualName::new(None, markup5ever::ns!(), name),
+                value: value.into(),
+            }),
+        }
+    };
+    if let Some(value) = attribute(attrs, "charset").and_then(utf8_charset) {
+        set(attrs, markup5ever::local_name!("charset"), value);
+    }
+    if attribute(attrs, "http-equiv").is_some_and(|v| v.eq_ignore_ascii_case("content-type")) {
+        if let Some(value) = utf8_content_type(attribute(attrs, "content")) {
+            set(attrs, markup5ever::local_name!("content"), value);
         }
     }
 }
@@ -738,24 +743,29 @@ fn runs_code(
 
 /// `<meta charset=...>` becomes `utf-8`, unless it already says so.
 fn declare_utf8_charset(el: &mut Element<'_, '_>) -> HandlerResult {
-    let declared = el
-        .get_attribute("charset")
-        .and_then(|label| Encoding::for_label(label.trim().as_bytes()));
-    if declared != Some(UTF_8) {
-        el.set_attribute("charset", "utf-8")?;
+    if let Some(value) = el.get_attribute("charset").as_deref().and_then(utf8_charset) {
+        el.set_attribute("charset", value)?;
     }
     Ok(())
 }
 
 /// `<meta http-equiv=content-type content=...>` gets `charset=utf-8`, unless it already says so.
 fn declare_utf8_content_type(el: &mut Element<'_, '_>) -> HandlerResult {
-    let declared = el
-        .get_attribute("content")
-        .and_then(|content| charset::from_content_type(&content));
-    if declared != Some(UTF_8) {
-        el.set_attribute("content", "text/html; charset=utf-8")?;
+    if let Some(value) = utf8_content_type(el.get_attribute("content").as_deref()) {
+        el.set_attribute("content", value)?;
     }
     Ok(())
+}
+
+/// What a `<meta charset>` naming `label` is rewritten to; `None` when it declares UTF-8.
+fn utf8_charset(label: &str) -> Option<&'static str> {
+    (Encoding::for_label(label.trim().as_bytes()) != Some(UTF_8)).then_some("utf-8")
+}
+
+/// What the `content` of a `<meta http-equiv=content-type>` (absent: `None`) is rewritten to;
+/// `None` when it declares UTF-8.
+fn utf8_content_type(content: Option<&str>) -> Option<&'static str> {
+    (content.and_then(charset::from_content_type) != Some(UTF_8)).then_some("text/html; charset=utf-8")
 }
 
 /// The scheme of a URL as a browser reads it from an attribute: character references decoded,
@@ -1328,6 +1338,7 @@ mod tests {
         "<video autoplay src=v.mp4 ping=p></video><img src=a.png ping=\"/t\" alt=\"a picture\"><img width=1 height=1 src=t>",
         "<table width=600><tr><td nowrap bgcolor=red style=\"x\">cell</td></tr></table>",
         "<head><meta charset=latin1><meta http-equiv=Content-Type content=\"text/html; charset=iso-8859-1\"><meta name=author content=A><link rel=stylesheet href=s.css><link rel=canonical href=/c><style>p{}</style><script>var a = 1;</script><script type=application/ld+json>{}</script></head>",
+        "<head><meta http-equiv=content-type><meta charset=utf8><meta http-equiv=Content-Type content=\"text/html; charset=UTF-8\"></head>",
         "<p>one <script>x()</script>two<!-- note --> three <font color=red>four</font> five<noscript><img src=p></noscript>.</p>",
         "<body bgcolor=white text=black><p>a<template><b>t</b></template>b<marquee>m</marquee>c</p><dialog>d</dialog><canvas>c</canvas></body>",
     ];
