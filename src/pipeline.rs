@@ -29,7 +29,7 @@ use crate::extract::meta::{self, Meta};
 use crate::extract::site_redundancy::SiteMemory;
 use crate::extract::sites::SiteRules;
 use crate::extract::{
-    document_base, kept_stats, non_link_chars, retainer, url_host, Context, Options, Removal,
+    document_base, kept_stats_of, non_link_chars, retainer, url_host, Context, Options, Removal,
     Settings,
 };
 use crate::html::ads::AdFilter;
@@ -201,7 +201,7 @@ pub const MAX_LINK_SHARE: f64 = 0.5;
 /// come from the kept tree's statistics, so the test costs one linear pass.
 pub fn judge(tree: &Tree, algorithm: Algorithm) -> Option<NoMainContent> {
     let body = tree.body()?;
-    let kept = kept_stats(tree)[body.index()];
+    let kept = kept_stats_of(tree, body);
     let text = non_link_chars(&kept);
     let link_share = match kept.text_chars {
         0 => 0.0,

@@ -194,6 +194,10 @@ mod flag {
     pub const IN_LINK: u8 = 8;
 }
 
+/// The removal marks of a tree at one moment ([`Tree::removals`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Removals(Vec<u8>);
+
 /// A parsed document: the arena, its character data, attributes, statistics and marks.
 #[derive(Clone, Debug)]
 pub struct Tree {
@@ -370,6 +374,14 @@ impl Tree {
         self.attrs(id).find(|(n, _)| &***n == name).map(|(_, v)| v)
     }
 
+    /// [`Tree::attr`] by interned name (`local_name!("role")`): a comparison of two numbers
+    /// per attribute instead of two strings, for lookups made on every element of a page.
+    pub fn attr_named(&self, id: NodeId, name: &LocalName) -> Option<&str> {
+        let span = self.element(id)?.attrs;
+        let attrs = self.attrs.get(span.start as usize..span.end as usize)?;
+        attrs.iter().find(|a| a.name == *name).map(|a| self.str(a.value))
+    }
+
     /// The attributes of an element already looked up.
     fn element_attrs<'a>(
         &'a self,
@@ -425,6 +437,24 @@ impl Tree {
                 *flags |= flag::REMOVED;
                 i += 1;
             }
+        }
+    }
+
+    /// What has been removed so far, to go back to with [`Tree::restore_removals`]: how a
+    /// caller tries a run of removals and undoes it without copying the tree (a byte a node).
+    pub fn removals(&self) -> Removals {
+        Removals(self.flags.iter().map(|f| f & flag::REMOVED).collect())
+    }
+
+    /// Marks removed exactly what was when `saved` was taken from this tree.
+    ///
+    /// # Panics
+    ///
+    /// When `saved` comes from a tree with another number of nodes: a caller's mistake.
+    pub fn restore_removals(&mut self, saved: &Removals) {
+        assert_eq!(saved.0.len(), self.flags.len(), "removals of another tree");
+        for (flags, &removed) in self.flags.iter_mut().zip(&saved.0) {
+            *flags = (*flags & !flag::REMOVED) | removed;
         }
     }
 
@@ -783,6 +813,25 @@ pub(crate) mod tests {
             3,
             "statistics describe the parsed tree"
         );
+    }
+
+    #[test]
+    fn restored_removals_undo_what_came_after_and_keep_what_came_before() {
+        let mut tree = Tree::parse("<div><p>a<b hidden>b</b></p><p>c</p></div><p>d</p>");
+        let body = tree.body().expect("body");
+        let div = tree.first_child(body).expect("div");
+        let first = tree.first_child(div).expect("first p");
+        tree.remove(first);
+        let saved = tree.removals();
+        let before = outline(&tree, body);
+        let hidden: Vec<bool> = tree.descendants(tree.root()).map(|id| tree.is_content_hidden(id)).collect();
+        tree.remove(div);
+        assert_eq!(outline(&tree, body), r#"body[p["d"]]"#);
+        tree.restore_removals(&saved);
+        assert_eq!(outline(&tree, body), before);
+        assert!(tree.is_removed(first) && !tree.is_removed(div));
+        let after: Vec<bool> = tree.descendants(tree.root()).map(|id| tree.is_content_hidden(id)).collect();
+        assert_eq!(hidden, after, "the other marks stay as parsed");
     }
 
     #[test]

@@ -26,7 +26,7 @@
 
 use super::retainer::{self, RetainedLink};
 use super::{
-    ads, document_base, empty, kept_stats, landmarks, linklist, non_link_chars, prose, Context,
+    ads, document_base, empty, kept_stats_of, landmarks, linklist, non_link_chars, prose, Context,
     Fallback, Keep, PresetName, Removal, Settings,
 };
 use crate::dom::select::SelectorSet;
@@ -50,7 +50,7 @@ pub fn run(tree: &mut Tree, settings: &Settings, ctx: &Context<'_>) -> Outcome {
     if settings.preset == PresetName::None {
         return finish(tree, Outcome::default(), settings.preset, base.chars);
     }
-    let pristine = tree.clone();
+    let pristine = tree.removals();
     let mut settings = settings.clone();
     let mut fallback: Option<Fallback> = None;
     loop {
@@ -73,7 +73,7 @@ pub fn run(tree: &mut Tree, settings: &Settings, ctx: &Context<'_>) -> Outcome {
                 kept_fraction: kept,
             },
         });
-        *tree = pristine.clone();
+        tree.restore_removals(&pristine);
         if next == PresetName::None {
             // Not even the site rule's removals: the page as stage 1 left it.
             let mut outcome = finish(tree, Outcome::default(), next, base.chars);
@@ -122,7 +122,7 @@ impl Baseline {
         if self.non_link == 0 {
             return 1.0;
         }
-        let kept = kept_stats(tree)[self.body.index()];
+        let kept = kept_stats_of(tree, self.body);
         f64::from(non_link_chars(&kept)) / f64::from(self.non_link)
     }
 }
@@ -142,7 +142,7 @@ fn finish(tree: &Tree, mut outcome: Outcome, preset: PresetName, page_chars: u32
     let body = tree.body().unwrap_or(tree.root());
     outcome.removal.preset = Some(preset);
     outcome.removal.page_chars = page_chars;
-    outcome.removal.kept_chars = kept_stats(tree)[body.index()].text_chars;
+    outcome.removal.kept_chars = kept_stats_of(tree, body).text_chars;
     outcome
 }
 

@@ -29,7 +29,7 @@
 
 use markup5ever::local_name;
 
-use super::linklist::has_role;
+use super::linklist::{has_any_role, has_role};
 use super::Keep;
 use crate::dom::{Edge, Element, LocalName, NodeId, Ns, Tree};
 
@@ -93,7 +93,9 @@ impl Marks {
                 quoted[i] =
                     quoted[p] || element.is_some_and(|e| html_named(e, &local_name!("blockquote")));
             }
-            holds_main[i] = tree.tag(id) == Some("main") || has_role(tree, id, "main");
+            holds_main[i] = tree.element(id).is_some_and(|e| {
+                e.name == local_name!("main") || has_role(tree, id, "main")
+            });
         }
         for i in (1..n).rev() {
             let parent = tree.node_at(i).and_then(|id| tree.parent(id));
@@ -118,10 +120,10 @@ impl Marks {
             "dialog",
             "alertdialog",
         ];
-        if ROLES.iter().any(|role| has_role(tree, id, role)) {
+        if has_any_role(tree, id, &ROLES) {
             return true;
         }
-        if e.ns != Ns::Html || tree.attr(id, "role").is_some() {
+        if e.ns != Ns::Html || tree.attr_named(id, &local_name!("role")).is_some() {
             return false; // an explicit role says what the element is
         }
         match e.name {

@@ -184,9 +184,14 @@ fn is_navigation(tree: &Tree, id: NodeId, e: &Element) -> bool {
 
 /// Whether the element's `role` attribute lists `role` (ASCII case ignored).
 pub fn has_role(tree: &Tree, id: NodeId, role: &str) -> bool {
-    tree.attr(id, "role").is_some_and(|r| {
+    has_any_role(tree, id, &[role])
+}
+
+/// Whether the element's `role` attribute lists any of `roles` (ASCII case ignored).
+pub fn has_any_role(tree: &Tree, id: NodeId, roles: &[&str]) -> bool {
+    tree.attr_named(id, &local_name!("role")).is_some_and(|r| {
         r.split_ascii_whitespace()
-            .any(|t| t.eq_ignore_ascii_case(role))
+            .any(|t| roles.iter().any(|role| t.eq_ignore_ascii_case(role)))
     })
 }
 

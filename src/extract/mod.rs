@@ -314,6 +314,28 @@ pub fn kept_stats(tree: &Tree) -> Vec<NodeStats> {
         .collect()
 }
 
+/// [`kept_stats`] of one node, without a table for the whole tree: its parsed statistics less
+/// those of the removed subtrees inside it (each counted whole, once).
+pub fn kept_stats_of(tree: &Tree, root: NodeId) -> NodeStats {
+    let parsed = tree.stats(root);
+    if tree.is_removed(root) {
+        return minus(parsed, parsed);
+    }
+    let mut lost = NodeStats::default();
+    let end = root.index() + tree.descendants(root).len();
+    let mut i = root.index() + 1;
+    while let Some(id) = tree.node_at(i).filter(|_| i < end) {
+        if tree.is_removed(id) {
+            lost.add(tree.stats(id));
+            // Its descendants are inside what was just counted.
+            i += tree.descendants(id).len();
+        } else {
+            i += 1;
+        }
+    }
+    minus(parsed, &lost)
+}
+
 fn minus(a: &NodeStats, b: &NodeStats) -> NodeStats {
     NodeStats {
         text_chars: a.text_chars.saturating_sub(b.text_chars),
@@ -448,6 +470,9 @@ mod tests {
         assert_eq!(kept_stats(&tree)[div.index()].links, 2);
         tree.remove(ul);
         let kept = kept_stats(&tree);
+        for id in tree.descendants(tree.root()) {
+            assert_eq!(kept_stats_of(&tree, id), kept[id.index()], "node {}", id.index());
+        }
         assert_eq!(kept[div.index()].links, 0);
         assert_eq!(kept[div.index()].text_chars, 11);
         assert_eq!(non_link_chars(&kept[div.index()]), 11);

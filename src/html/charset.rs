@@ -7,6 +7,8 @@
 //! browsers assume for Western locales, and a superset of ISO-8859-1) is the fallback. Stage 1
 //! and everything after it work on UTF-8 only; the proxy serves UTF-8 and says so.
 
+use std::borrow::Cow;
+
 use encoding_rs::{Encoding, UTF_8, WINDOWS_1252};
 
 /// How many bytes the `<meta>` prescan looks at, as the HTML standard recommends.
@@ -74,10 +76,11 @@ pub fn detect(content_type: Option<&str>, doc: &[u8]) -> Detected {
 }
 
 /// Decodes the whole document to UTF-8 (BOM stripped, malformed sequences replaced by U+FFFD).
-/// A BOM overrides `encoding`, as it does in [`detect`].
-pub fn to_utf8(doc: &[u8], encoding: &'static Encoding) -> String {
+/// A BOM overrides `encoding`, as it does in [`detect`]. A page that is valid UTF-8 already
+/// (most are) is borrowed, not copied.
+pub fn to_utf8<'a>(doc: &'a [u8], encoding: &'static Encoding) -> Cow<'a, str> {
     let (text, _actual, _had_errors) = encoding.decode(doc);
-    text.into_owned()
+    text
 }
 
 /// True when `bytes` is valid UTF-8, except perhaps for one incomplete character at the end
