@@ -5,8 +5,9 @@
 //! `reparent_children`), so the build arena keeps doubly linked siblings that make those moves
 //! O(1). Once parsing is over nothing moves any more, and [`flatten`] lays the nodes out in
 //! document order with all character data in one buffer. The sink's methods take `&self`, so
-//! the arena sits in a `RefCell`; no borrow outlives a method, because element names are handed
-//! out as owned (cheaply cloned, interned) atoms.
+//! the arena sits in a `RefCell`; no borrow outlives a method. Element names live apart, in an
+//! append-only arena that outlives the sink, so that the tree builder's many name lookups (it
+//! walks its stack of open elements for most start tags) get a plain reference.
 //!
 //! html5ever runs with its defaults, scripting enabled as in a browser, so `<noscript>` content
 //! is raw text, as a reader with scripts on would get it.
@@ -21,12 +22,13 @@
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 
-use markup5ever::interface::tree_builder::{ElemName, ElementFlags, NodeOrText, QuirksMode};
+use markup5ever::interface::tree_builder::{ElementFlags, NodeOrText, QuirksMode};
 use markup5ever::interface::TreeSink;
 use markup5ever::tendril::StrTendril;
 #[cfg(test)]
 use markup5ever::tendril::TendrilSink;
 use markup5ever::{ns, Attribute, LocalName, Namespace, QualName};
+use typed_arena::Arena;
 
 use super::{Attr, BuildFilter, Element, Filtered, Node, NodeKind, Ns, Span, Tree, Verdict, NONE};
 
@@ -49,7 +51,8 @@ pub(super) fn parse_filtered(
     max_depth: u32,
     filter: Option<&dyn BuildFilter>,
 ) -> (Tree, Filtered) {
-    let sink = Sink::new(max_depth);
+    let names = Arena::new();
+    let sink = Sink::new(max_depth, &names);
     // Real pages hold about one node per 50 to 100 bytes; reserving avoids most regrowth.
     sink.nodes.borrow_mut().reserve(html.len() / 64);
     let builder = html5ever::tree_builder::TreeBuilder::new(sink, Default::default());
@@ -65,7 +68,8 @@ pub(super) fn parse_filtered(
 /// [`parse`] with.
 #[cfg(test)]
 pub(super) fn parse_reference(html: &str, max_depth: u32) -> Tree {
-    let sink = Sink::new(max_depth);
+    let names = Arena::new();
+    let sink = Sink::new(max_depth, &names);
     let mut parser = html5ever::parse_document(sink, html5ever::ParseOpts::default());
     let mut rest = html;
     while !rest.is_empty() {
@@ -102,13 +106,13 @@ const UNLINKED: Links = Links {
 };
 
 /// What a build node holds: html5ever's own values, converted once in [`flatten`].
-enum Data {
+enum Data<'n> {
     Document,
     /// The contents of a `<template>`, merged into the element when flattening.
     Fragment,
     Doctype(String),
     Element {
-        name: QualName,
+        name: &'n QualName,
         attrs: Vec<Attribute>,
         /// The template contents fragment, [`NONE`] for other elements.
         template: u32,
@@ -118,25 +122,29 @@ enum Data {
     Comment(StrTendril),
 }
 
-struct BuildNode {
+struct BuildNode<'n> {
     links: Links,
     /// Depth at insertion (the document is 0). Not updated when the tree builder moves a
     /// subtree, which only ever moves it a level or two: enough for the depth guard.
     depth: u32,
-    data: Data,
+    data: Data<'n>,
 }
 
-/// The [`TreeSink`]: node handles are indices into the build arena.
-struct Sink {
-    nodes: RefCell<Vec<BuildNode>>,
+/// The [`TreeSink`]: node handles are indices into the build arena; element names are in
+/// `names`, which the caller owns.
+struct Sink<'n> {
+    nodes: RefCell<Vec<BuildNode<'n>>>,
+    names: &'n Arena<QualName>,
+    /// What [`TreeSink::elem_name`] answers for a node that is not an element.
+    no_name: &'n QualName,
     /// The depth guard's limit, normally [`MAX_DEPTH`](super::MAX_DEPTH).
     max_depth: u32,
     /// Set once a node is inserted deeper than `max_depth`: the driver then stops feeding.
     too_deep: Cell<bool>,
 }
 
-impl Sink {
-    fn new(max_depth: u32) -> Self {
+impl<'n> Sink<'n> {
+    fn new(max_depth: u32, names: &'n Arena<QualName>) -> Self {
         let document = BuildNode {
             links: UNLINKED,
             depth: 0,
@@ -144,31 +152,17 @@ impl Sink {
         };
         Sink {
             nodes: RefCell::new(vec![document]),
+            names,
+            // The tree builder only asks for names of elements; an empty name matches nothing.
+            no_name: names.alloc(QualName::new(None, ns!(), LocalName::from(""))),
             max_depth,
             too_deep: Cell::new(false),
         }
     }
 }
 
-/// An element name handed to the tree builder: owned so that no `RefCell` borrow escapes.
-#[derive(Debug)]
-struct OwnedName {
-    ns: Namespace,
-    local: LocalName,
-}
-
-impl ElemName for OwnedName {
-    fn ns(&self) -> &Namespace {
-        &self.ns
-    }
-
-    fn local_name(&self) -> &LocalName {
-        &self.local
-    }
-}
-
-impl Sink {
-    fn push(&self, data: Data) -> u32 {
+impl<'n> Sink<'n> {
+    fn push(&self, data: Data<'n>) -> u32 {
         let mut nodes = self.nodes.borrow_mut();
         nodes.push(BuildNode {
             links: UNLINKED,
@@ -179,7 +173,7 @@ impl Sink {
     }
 
     /// Appends `text` to `target` if it is a text node; returns whether it was.
-    fn merge_text(nodes: &mut [BuildNode], target: u32, text: &StrTendril) -> bool {
+    fn merge_text(nodes: &mut [BuildNode<'_>], target: u32, text: &StrTendril) -> bool {
         match nodes.get_mut(target as usize).map(|n| &mut n.data) {
             Some(Data::Text(existing)) => {
                 existing.push_tendril(text);
@@ -206,7 +200,7 @@ impl Sink {
 
 /// Link surgery on the build arena; every index comes from the tree builder, which only holds
 /// handles this sink gave out.
-fn detach(nodes: &mut [BuildNode], id: u32) {
+fn detach(nodes: &mut [BuildNode<'_>], id: u32) {
     let Links {
         parent, prev, next, ..
     } = nodes[id as usize].links;
@@ -227,7 +221,7 @@ fn detach(nodes: &mut [BuildNode], id: u32) {
 }
 
 /// Makes `child` the last child of `parent`; returns the child's depth.
-fn append_child(nodes: &mut [BuildNode], parent: u32, child: u32) -> u32 {
+fn append_child(nodes: &mut [BuildNode<'_>], parent: u32, child: u32) -> u32 {
     detach(nodes, child);
     let last = nodes[parent as usize].links.last_child;
     if last == NONE {
@@ -245,7 +239,7 @@ fn append_child(nodes: &mut [BuildNode], parent: u32, child: u32) -> u32 {
 }
 
 /// Inserts `child` right before `sibling`; returns the child's depth.
-fn insert_before(nodes: &mut [BuildNode], sibling: u32, child: u32) -> u32 {
+fn insert_before(nodes: &mut [BuildNode<'_>], sibling: u32, child: u32) -> u32 {
     detach(nodes, child);
     let Links { parent, prev, .. } = nodes[sibling as usize].links;
     if prev == NONE {
@@ -265,10 +259,13 @@ fn insert_before(nodes: &mut [BuildNode], sibling: u32, child: u32) -> u32 {
     depth
 }
 
-impl TreeSink for Sink {
+impl<'n> TreeSink for Sink<'n> {
     type Handle = u32;
     type Output = Tree;
-    type ElemName<'a> = OwnedName;
+    type ElemName<'a>
+        = &'n QualName
+    where
+        Self: 'a;
 
     fn finish(self) -> Tree {
         let mut tree = flatten(self.nodes.into_inner(), None, &mut Filtered::default());
@@ -282,17 +279,10 @@ impl TreeSink for Sink {
         0
     }
 
-    fn elem_name<'a>(&'a self, target: &'a u32) -> OwnedName {
+    fn elem_name<'a>(&'a self, target: &'a u32) -> &'n QualName {
         match self.nodes.borrow().get(*target as usize).map(|n| &n.data) {
-            Some(Data::Element { name, .. }) => OwnedName {
-                ns: name.ns.clone(),
-                local: name.local.clone(),
-            },
-            // The tree builder only asks for names of elements; an empty name matches nothing.
-            _ => OwnedName {
-                ns: ns!(),
-                local: LocalName::from(""),
-            },
+            Some(Data::Element { name, .. }) => name,
+            _ => self.no_name,
         }
     }
 
@@ -304,7 +294,7 @@ impl TreeSink for Sink {
         };
         let mathml_integration_point = flags.mathml_annotation_xml_integration_point;
         self.push(Data::Element {
-            name,
+            name: self.names.alloc(name),
             attrs,
             template,
             mathml_integration_point,
@@ -454,7 +444,7 @@ fn doctype_text(name: &str, public_id: &str, system_id: &str) -> String {
 
 /// Lays the build arena out in document order: template contents become children of their
 /// template, detached nodes are dropped, character data moves into one buffer.
-fn flatten(mut nodes: Vec<BuildNode>, filter: Option<&dyn BuildFilter>, filtered: &mut Filtered) -> Tree {
+fn flatten(mut nodes: Vec<BuildNode<'_>>, filter: Option<&dyn BuildFilter>, filtered: &mut Filtered) -> Tree {
     adopt_template_contents(&mut nodes);
     let (chars, attrs) = sizes(&nodes);
     let mut tree = Tree {
@@ -506,7 +496,7 @@ fn flatten(mut nodes: Vec<BuildNode>, filter: Option<&dyn BuildFilter>, filtered
 /// Appends a node under `parent` (an index of the tree); returns the node's index. Text right
 /// after a text sibling (what stood between them was left out) joins it, as a parser makes one
 /// text node of adjacent character data.
-fn lay_out(tree: &mut Tree, parent: u32, data: Data) -> u32 {
+fn lay_out(tree: &mut Tree, parent: u32, data: Data<'_>) -> u32 {
     if let (Data::Text(text), Some(last)) = (&data, tree.nodes.last_mut()) {
         if let NodeKind::Text(span) = &mut last.kind {
             if last.parent == parent && span.end as usize == tree.chars.len() {
@@ -523,7 +513,7 @@ fn lay_out(tree: &mut Tree, parent: u32, data: Data) -> u32 {
 
 /// The bytes of character data and the number of attributes in the build arena, an upper
 /// bound for the tree (detached nodes are dropped), so that its buffers are allocated once.
-fn sizes(nodes: &[BuildNode]) -> (usize, usize) {
+fn sizes(nodes: &[BuildNode<'_>]) -> (usize, usize) {
     let (mut chars, mut attrs) = (0, 0);
     for node in nodes {
         match &node.data {
@@ -540,7 +530,7 @@ fn sizes(nodes: &[BuildNode]) -> (usize, usize) {
 }
 
 /// The node after `current` in a pre-order walk of the build arena from the document.
-fn next_in_document_order(nodes: &[BuildNode], current: u32) -> Option<u32> {
+fn next_in_document_order(nodes: &[BuildNode<'_>], current: u32) -> Option<u32> {
     let first = nodes[current as usize].links.first_child;
     if first != NONE {
         return Some(first);
@@ -549,7 +539,7 @@ fn next_in_document_order(nodes: &[BuildNode], current: u32) -> Option<u32> {
 }
 
 /// The node after `current`'s subtree in a pre-order walk of the build arena.
-fn next_after_subtree(nodes: &[BuildNode], mut current: u32) -> Option<u32> {
+fn next_after_subtree(nodes: &[BuildNode<'_>], mut current: u32) -> Option<u32> {
     loop {
         let links = nodes[current as usize].links;
         if links.next != NONE {
@@ -563,7 +553,7 @@ fn next_after_subtree(nodes: &[BuildNode], mut current: u32) -> Option<u32> {
 }
 
 /// Moves every template's content fragment children to the end of the template's own children.
-fn adopt_template_contents(nodes: &mut [BuildNode]) {
+fn adopt_template_contents(nodes: &mut [BuildNode<'_>]) {
     for id in 0..nodes.len() {
         let Data::Element { template, .. } = nodes[id].data else {
             continue;
@@ -594,7 +584,7 @@ fn compute_ends(nodes: &mut [Node]) {
     }
 }
 
-fn convert(tree: &mut Tree, data: Data) -> NodeKind {
+fn convert(tree: &mut Tree, data: Data<'_>) -> NodeKind {
     match data {
         Data::Document | Data::Fragment => NodeKind::Document,
         Data::Doctype(text) => NodeKind::Doctype(push_str(&mut tree.chars, &text)),
@@ -615,7 +605,7 @@ fn convert(tree: &mut Tree, data: Data) -> NodeKind {
             };
             NodeKind::Element(Element {
                 ns: namespace(&name.ns),
-                name: name.local,
+                name: name.local.clone(),
                 attrs,
             })
         }
