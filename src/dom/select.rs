@@ -33,7 +33,7 @@ use rustc_hash::FxHashMap;
 
 use markup5ever::local_name;
 
-use super::{Edge, Element, LocalName, NodeId, Tree};
+use super::{Edge, LocalName, NodeId, Tree};
 use parse::Parser;
 
 mod parse;
@@ -214,12 +214,13 @@ pub fn select_all(tree: &Tree, root: NodeId, sel: &Selector) -> Vec<NodeId> {
 /// else an attribute name, else a type, else nothing (tested everywhere). An element then
 /// gathers the selectors filed under its own id, classes, attribute names and type. Element
 /// hiding lists are almost all `.class`, `#id` and `tag[attr^=...]` forms, so a page with
-/// hundreds of applicable rules tests a handful per element.
+/// hundreds of applicable rules tests a handful per element, and a bare `.class` or `#id`
+/// rule is decided by the lookup itself.
 #[derive(Clone, Debug, Default)]
 pub struct SelectorSet {
     complexes: Vec<Complex>,
-    by_id: FxHashMap<String, Vec<u32>>,
-    by_class: FxHashMap<String, Vec<u32>>,
+    by_id: FxHashMap<String, Filed>,
+    by_class: FxHashMap<String, Filed>,
     by_attr: FxHashMap<LocalName, Vec<u32>>,
     /// Selectors filed by a case-sensitive `[attr^=value]` test (lists hold hundreds of
     /// `a[href^="https://ad-host/"]`), per attribute name, sorted by value: an element finds
@@ -229,6 +230,16 @@ pub struct SelectorSet {
     everywhere: Vec<u32>,
 }
 
+/// The selectors filed under one id or class.
+#[derive(Clone, Debug, Default)]
+struct Filed {
+    /// Some selector is that id or class and nothing else (`#ad`, `.ad-banner`: most of the
+    /// lists' rules), so an element holding the key matches without any test.
+    alone: bool,
+    /// The other selectors filed there, to be tested on the element.
+    others: Vec<u32>,
+}
+
 impl SelectorSet {
     /// Indexes the complex selectors of all the lists given.
     pub fn new(selectors: impl IntoIterator<Item = Selector>) -> Self {
@@ -236,10 +247,20 @@ impl SelectorSet {
         for complex in selectors.into_iter().flat_map(|s| s.complexes) {
             let index = set.complexes.len() as u32;
             let subject = &complex.compounds[0];
-            let bucket = if let Some(id) = subject.ids.first() {
-                set.by_id.entry(id.clone()).or_default()
+            let keyed = if let Some(id) = subject.ids.first() {
+                Some(set.by_id.entry(id.clone()).or_default())
             } else if let Some(class) = subject.classes.first() {
-                set.by_class.entry(class.clone()).or_default()
+                Some(set.by_class.entry(class.clone()).or_default())
+            } else {
+                None
+            };
+            let bucket = if let Some(filed) = keyed {
+                if complex.is_key_alone() {
+                    filed.alone = true;
+                    set.complexes.push(complex);
+                    continue;
+                }
+                &mut filed.others
             } else if let Some(attr) = subject.attrs.first().filter(|a| is_prefix_key(a)) {
                 let list = set.by_prefix.entry(LocalName::from(attr.name.as_str())).or_default();
                 list.push((attr.value.clone(), index));
@@ -274,67 +295,134 @@ impl SelectorSet {
     /// The elements of the subtree of `root` matched by any selector of the set, in document
     /// order, each once. Removed subtrees are skipped.
     pub fn matching(&self, tree: &Tree, root: NodeId) -> Vec<NodeId> {
-        let mut found = Vec::new();
         if self.complexes.is_empty() {
-            return found;
+            return Vec::new();
         }
-        let mut candidates = Vec::new();
-        for edge in tree.traverse(root) {
-            let Edge::Open(id) = edge else { continue };
-            let Some(element) = tree.element(id) else {
-                continue;
-            };
-            candidates.clear();
-            self.gather(tree, id, element, &mut candidates);
-            if candidates
-                .iter()
-                .any(|&c| self.complexes[c as usize].matches(tree, id))
-            {
-                found.push(id);
-            }
-        }
-        found
+        walk(&[self], tree, root, None)
     }
 
-    /// Collects the indexes of the selectors filed under the element's keys.
+    /// The elements of the subtree of `root` matched by any selector of any of `sets`, in
+    /// document order, each once: the union of their [`SelectorSet::matching`], found in one
+    /// walk that reads each element's attributes once instead of once per set.
     ///
-    /// Keys are interned names, so a lookup hashes a number, not a string: the element's own
-    /// names are already atoms, lower case for every HTML name; a foreign camel-cased one is
-    /// lowered (and interned) first.
-    fn gather(&self, tree: &Tree, id: NodeId, element: &Element, out: &mut Vec<u32>) {
-        out.extend_from_slice(&self.everywhere);
-        if !self.by_tag.is_empty() {
-            if let Some(hits) = self.by_tag.get(&*lowercase(&element.name)) {
+    /// `on_key` is shown every class name (`true`) and every non-empty id (`false`) of the
+    /// elements walked, in document order, repeats included, so that a caller who also looks
+    /// the page's classes and ids up elsewhere needs no walk of its own.
+    pub fn matching_any(
+        sets: &[&SelectorSet],
+        tree: &Tree,
+        root: NodeId,
+        mut on_key: impl FnMut(bool, &str),
+    ) -> Vec<NodeId> {
+        walk(sets, tree, root, Some(&mut on_key))
+    }
+}
+
+/// The walk behind [`SelectorSet::matching`] and [`SelectorSet::matching_any`].
+///
+/// An element that holds the key of a bare `.class` or `#id` selector is matched at once; its
+/// remaining attributes are then only read for `on_key`.
+fn walk(
+    sets: &[&SelectorSet],
+    tree: &Tree,
+    root: NodeId,
+    mut on_key: Option<&mut dyn FnMut(bool, &str)>,
+) -> Vec<NodeId> {
+    let mut found = Vec::new();
+    let sets: Vec<&SelectorSet> = sets.iter().copied().filter(|s| !s.is_empty()).collect();
+    if sets.is_empty() && on_key.is_none() {
+        return found;
+    }
+    let by_name = sets.iter().any(|s| !s.by_prefix.is_empty() || !s.by_attr.is_empty());
+    let by_tag = sets.iter().any(|s| !s.by_tag.is_empty());
+    let split_classes = on_key.is_some() || sets.iter().any(|s| !s.by_class.is_empty());
+    let mut candidates: Vec<Vec<u32>> = vec![Vec::new(); sets.len()];
+    for edge in tree.traverse(root) {
+        let Edge::Open(id) = edge else { continue };
+        let Some(element) = tree.element(id) else {
+            continue;
+        };
+        let mut matched = false;
+        let tag = by_tag.then(|| lowercase(&element.name));
+        for (set, out) in sets.iter().zip(&mut candidates) {
+            out.clear();
+            out.extend_from_slice(&set.everywhere);
+            if let Some(hits) = tag.as_ref().and_then(|tag| set.by_tag.get(&**tag)) {
                 out.extend_from_slice(hits);
             }
         }
-        let by_name = !self.by_prefix.is_empty() || !self.by_attr.is_empty();
         for (name, value) in tree.attrs(id) {
-            if by_name {
+            if by_name && !matched {
+                // Keys are interned names, so a lookup hashes a number, not a string: the
+                // element's own names are already atoms, lower case for every HTML name; a
+                // foreign camel-cased one is lowered (and interned) first.
                 let name = lowercase(name);
-                if let Some(list) = self.by_prefix.get(&*name) {
-                    prefixes_of(list, value.as_bytes(), out);
-                }
-                if let Some(hits) = self.by_attr.get(&*name) {
-                    // The test the selector was filed by is checked here, on the value at hand:
-                    // lists file hundreds of `a[href^="https://ad-host/"]` under `href`.
-                    let key_test = |&&c: &&u32| {
-                        self.complexes[c as usize].compounds[0].attrs[0].matches_value(value)
-                    };
-                    out.extend(hits.iter().filter(key_test));
+                for (set, out) in sets.iter().zip(&mut candidates) {
+                    set.gather_by_name(&name, value, out);
                 }
             }
             if *name == local_name!("id") {
-                if let Some(hits) = self.by_id.get(value) {
-                    out.extend_from_slice(hits);
+                if let Some(on_key) = on_key.as_mut().filter(|_| !value.is_empty()) {
+                    on_key(false, value);
                 }
-            } else if *name == local_name!("class") && !self.by_class.is_empty() {
+                if !matched {
+                    matched = gather_key(&sets, |set| &set.by_id, value, &mut candidates);
+                }
+            } else if *name == local_name!("class") && split_classes {
                 for class in value.split(is_ascii_whitespace).filter(|c| !c.is_empty()) {
-                    if let Some(hits) = self.by_class.get(class) {
-                        out.extend_from_slice(hits);
+                    if let Some(on_key) = on_key.as_mut() {
+                        on_key(true, class);
+                    }
+                    if !matched {
+                        matched = gather_key(&sets, |set| &set.by_class, class, &mut candidates);
                     }
                 }
             }
+        }
+        let tested = || {
+            sets.iter()
+                .zip(&candidates)
+                .any(|(set, found)| found.iter().any(|&c| set.complexes[c as usize].matches(tree, id)))
+        };
+        if matched || tested() {
+            found.push(id);
+        }
+    }
+    found
+}
+
+/// Looks `key` up in the id or class index of every set: true when some set has a bare
+/// selector of that key (the element matches), else the selectors to test join `out`.
+fn gather_key(
+    sets: &[&SelectorSet],
+    index: impl Fn(&SelectorSet) -> &FxHashMap<String, Filed>,
+    key: &str,
+    out: &mut [Vec<u32>],
+) -> bool {
+    for (set, out) in sets.iter().zip(out) {
+        if let Some(filed) = index(set).get(key) {
+            if filed.alone {
+                return true;
+            }
+            out.extend_from_slice(&filed.others);
+        }
+    }
+    false
+}
+
+impl SelectorSet {
+    /// Collects the indexes of the selectors filed under an attribute of the element, by its
+    /// lower-case name and its value.
+    fn gather_by_name(&self, name: &LocalName, value: &str, out: &mut Vec<u32>) {
+        if let Some(list) = self.by_prefix.get(name) {
+            prefixes_of(list, value.as_bytes(), out);
+        }
+        if let Some(hits) = self.by_attr.get(name) {
+            // The test the selector was filed by is checked here, on the value at hand:
+            // lists file hundreds of `a[href^="https://ad-host/"]` under `href`.
+            let key_test =
+                |&&c: &&u32| self.complexes[c as usize].compounds[0].attrs[0].matches_value(value);
+            out.extend(hits.iter().filter(key_test));
         }
     }
 }
@@ -402,6 +490,21 @@ enum Outcome {
 }
 
 impl Complex {
+    /// Whether the selector is one id or one class and nothing else (`#ad`, `.ad-banner`).
+    ///
+    /// A parsed element has at most one `id` and one `class` attribute, lower case, so an
+    /// element whose id or class token the set finds under this selector's key is matched.
+    fn is_key_alone(&self) -> bool {
+        let subject = &self.compounds[0];
+        self.combinators.is_empty()
+            && subject.ids.len() + subject.classes.len() == 1
+            && subject.tag.is_none()
+            && subject.attrs.is_empty()
+            && subject.not.is_empty()
+            && !subject.first_child
+            && !subject.last_child
+    }
+
     fn matches(&self, tree: &Tree, id: NodeId) -> bool {
         self.match_from(tree, 0, id) == Outcome::Matched
     }
@@ -818,6 +921,134 @@ mod tests {
         let tree = Tree::parse_with_max_depth(&html, u32::MAX);
         let sel = Selector::parse("section div div div div").expect("valid");
         assert!(select_all(&tree, tree.root(), &sel).is_empty());
+    }
+
+    #[test]
+    fn bare_keys_match_without_tests_and_others_still_test() {
+        let tree = Tree::parse(
+            r#"<div id=a class="x y"><p id=b class=y>t</p></div><svg><g id=c class="x"/></svg><p id=d class="X"></p>"#,
+        );
+        let set = SelectorSet::new(
+            ["#b", ".x", "p.y", ".y > p", "#c.z"]
+                .iter()
+                .map(|s| Selector::parse(s).expect("valid")),
+        );
+        assert!(set.by_id["b"].alone);
+        assert!(set.by_class["x"].alone);
+        assert_eq!(set.by_class["y"].others.len(), 1);
+        assert_eq!(set.by_id["c"].others.len(), 1);
+        let found: Vec<_> = set
+            .matching(&tree, tree.root())
+            .into_iter()
+            .map(|id| tree.attr(id, "id").unwrap_or("-"))
+            .collect();
+        assert_eq!(found, ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn one_walk_over_several_sets_reports_their_union_and_every_key() {
+        let tree = Tree::parse(PAGE);
+        let host = SelectorSet::new(
+            ["a[href^='https://ads.']", "li:last-child", "#p2"]
+                .iter()
+                .map(|s| Selector::parse(s).expect("valid")),
+        );
+        let generic = SelectorSet::new(
+            [".ad", "#p2", ".sidebar > div", "#deep.ad"]
+                .iter()
+                .map(|s| Selector::parse(s).expect("valid")),
+        );
+        let mut keys = Vec::new();
+        let sets = [&host, &generic, &SelectorSet::default()];
+        let found = SelectorSet::matching_any(&sets, &tree, tree.root(), |is_class, key| {
+            keys.push((is_class, key.to_string()))
+        });
+        let mut union = host.matching(&tree, tree.root());
+        union.extend(generic.matching(&tree, tree.root()));
+        union.sort_unstable();
+        union.dedup();
+        assert_eq!(found, union);
+        let ids: Vec<_> = found.iter().map(|&id| tree.attr(id, "id").unwrap_or("-")).collect();
+        assert_eq!(ids, ["top", "l1", "p2", "li3", "inner", "deep"]);
+        // Every class and non-empty id, in document order, whatever matched.
+        let mut expected = Vec::new();
+        for edge in tree.traverse(tree.root()) {
+            let Edge::Open(id) = edge else { continue };
+            for (name, value) in tree.attrs(id) {
+                if &**name == "id" && !value.is_empty() {
+                    expected.push((false, value.to_string()));
+                } else if &**name == "class" {
+                    expected.extend(value.split_ascii_whitespace().map(|c| (true, c.to_string())));
+                }
+            }
+        }
+        assert_eq!(keys, expected);
+        // No set at all: still every key, and no element.
+        let mut count = 0;
+        assert!(SelectorSet::matching_any(&[], &tree, tree.root(), |_, _| count += 1).is_empty());
+        assert_eq!(count, expected.len());
+    }
+
+    /// Markup from a small vocabulary, so that random selectors of the same vocabulary match.
+    fn random_page() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let open = (
+            prop::sample::select(vec!["div", "p", "a", "span", "li", "svg"]),
+            prop::collection::vec(prop::sample::select(vec!["ad", "x", "y", "Ad", ""]), 0..3),
+            prop::option::of(prop::sample::select(vec!["ad", "top", "", "x"])),
+            prop::option::of(prop::sample::select(vec!["https://ads.example/1", "/x", "https://ads"])),
+        )
+            .prop_map(|(tag, classes, id, href)| {
+                let mut html = format!("<{tag} class=\"{}\"", classes.join(" "));
+                if let Some(id) = id {
+                    html += &format!(" id=\"{id}\"");
+                }
+                if let Some(href) = href {
+                    html += &format!(" href=\"{href}\" data-x=\"{href}\"");
+                }
+                html + ">"
+            });
+        let close = prop::sample::select(vec!["</div>", "</p>", "t"]).prop_map(str::to_string);
+        let piece = prop_oneof![open, close];
+        prop::collection::vec(piece, 0..30).prop_map(|v| v.concat())
+    }
+
+    const RANDOM_SELECTORS: &[&str] = &[
+        ".ad", "#ad", "#top", ".x", ".Ad", "div.ad", ".ad > p", ".x .y", "#ad.x", ".y:first-child",
+        "a[href^='https://ads']", "[data-x^='https://ads.example/']", "[href]", "p", "*:last-child",
+        "span + p", ".ad ~ div", "li:not(.x)", "[id=top]", "#x",
+    ];
+
+    proptest::proptest! {
+        #[test]
+        fn one_walk_matches_like_separate_selectors(
+            html in random_page(),
+            first in proptest::collection::vec(proptest::sample::select(RANDOM_SELECTORS), 0..6),
+            second in proptest::collection::vec(proptest::sample::select(RANDOM_SELECTORS), 0..6),
+        ) {
+            let tree = Tree::parse(&html);
+            let parse = |list: &[&str]| {
+                list.iter().map(|s| Selector::parse(s).expect("valid")).collect::<Vec<_>>()
+            };
+            let (first, second) = (parse(&first), parse(&second));
+            let mut expected: Vec<NodeId> = first
+                .iter()
+                .chain(&second)
+                .flat_map(|sel| select_all(&tree, tree.root(), sel))
+                .collect();
+            expected.sort_unstable();
+            expected.dedup();
+            let (first, second) = (SelectorSet::new(first), SelectorSet::new(second));
+            let sets = [&first, &second];
+            let mut found = SelectorSet::matching_any(&sets, &tree, tree.root(), |_, _| {});
+            found.sort_unstable();
+            proptest::prop_assert_eq!(&found, &expected, "{:?}", html);
+            let mut separate = first.matching(&tree, tree.root());
+            separate.extend(second.matching(&tree, tree.root()));
+            separate.sort_unstable();
+            separate.dedup();
+            proptest::prop_assert_eq!(found, separate);
+        }
     }
 
     #[test]

@@ -120,17 +120,22 @@ fn remove_hidden(
     let root = tree.body().unwrap_or(tree.root());
     let host = host_selectors(filter, judged_from);
     report.unsupported_selectors += host.unsupported;
-    let mut matched = host.set.matching(tree, root);
-    if !host.generichide && host.exceptions.is_empty() {
+    let matched = if !host.generichide && host.exceptions.is_empty() {
         // All the lists' class and id rules, parsed once and indexed by class and id: an
-        // element tests only those keyed by its own.
+        // element tests only those keyed by its own. One walk serves both sets and the count
+        // of unparsable rules keyed by the page's classes and ids.
         let generic = generic_selectors(filter);
-        matched.extend(generic.set.matching(tree, root));
-        report.unsupported_selectors += generic.unsupported_on(tree, root);
+        let mut unsupported = UnsupportedSeen::default();
+        let sets = [&host.set, &generic.set];
+        let mut matched = SelectorSet::matching_any(&sets, tree, root, |is_class, token| {
+            unsupported.note(&generic, is_class, token)
+        });
+        report.unsupported_selectors += unsupported.count(&generic);
         matched.sort_unstable();
-        matched.dedup();
+        matched
     } else if !host.generichide {
         // The host cancels some generic rules: ask the lists for those that apply here.
+        let mut matched = host.set.matching(tree, root);
         let (classes, ids) = classes_and_ids(tree, root);
         let texts = filter.class_id_selectors(&classes, &ids, &host.exceptions);
         let (page, unsupported) = parse_selectors(texts.iter().filter(|t| !host.texts.contains(*t)));
@@ -138,7 +143,10 @@ fn remove_hidden(
         matched.extend(page.matching(tree, root));
         matched.sort_unstable();
         matched.dedup();
-    }
+        matched
+    } else {
+        host.set.matching(tree, root)
+    };
     for id in matched {
         if tree.is_removed(id) {
             continue; // inside an element removed a moment ago
@@ -216,21 +224,30 @@ impl GenericSelectors {
         GenericSelectors { set: SelectorSet::new(selectors), unsupported_classes, unsupported_ids }
     }
 
-    /// How many of the unparsable rules are keyed by a class or id of the page.
-    fn unsupported_on(&self, tree: &Tree, root: NodeId) -> usize {
-        if self.unsupported_classes.is_empty() && self.unsupported_ids.is_empty() {
-            return 0;
+}
+
+/// The unparsable generic rules keyed by a class or id of the page, gathered as the page's
+/// classes and ids go by: each key counts once however often the page repeats it.
+#[derive(Default)]
+struct UnsupportedSeen<'g> {
+    seen: FxHashSet<(bool, &'g str)>,
+}
+
+impl<'g> UnsupportedSeen<'g> {
+    fn note(&mut self, generic: &'g GenericSelectors, is_class: bool, token: &str) {
+        let map = if is_class { &generic.unsupported_classes } else { &generic.unsupported_ids };
+        if map.is_empty() {
+            return;
         }
-        let mut seen: FxHashSet<(bool, &str)> = FxHashSet::default();
-        for_each_class_and_id(tree, root, |is_class, token| {
-            let map = if is_class { &self.unsupported_classes } else { &self.unsupported_ids };
-            if let Some((key, _)) = map.get_key_value(token) {
-                seen.insert((is_class, key));
-            }
-        });
-        seen.iter()
-            .map(|&(is_class, key)| if is_class { self.unsupported_classes[key] } else { self.unsupported_ids[key] })
-            .sum()
+        if let Some((key, _)) = map.get_key_value(token) {
+            self.seen.insert((is_class, key));
+        }
+    }
+
+    /// How many unparsable rules the keys seen stand for.
+    fn count(&self, generic: &GenericSelectors) -> usize {
+        let map = |is_class| if is_class { &generic.unsupported_classes } else { &generic.unsupported_ids };
+        self.seen.iter().map(|&(is_class, key)| map(is_class)[key]).sum()
     }
 }
 
@@ -265,7 +282,8 @@ fn parse_selectors<'a>(texts: impl Iterator<Item = &'a String>) -> (SelectorSet,
 
 /// The elements (not yet removed) whose URL the filter blocks, in document order.
 ///
-/// Each distinct URL is judged once per page (menus repeat links), and links to the page's own
+/// Each distinct attribute value is resolved and judged once per page (menus repeat links),
+/// and links to the page's own
 /// host are not judged at all: a link is judged by host rules only (see
 /// [`crate::html::ads`]), and a page on a blocked host would not be served as a page.
 fn blocked_elements(
@@ -279,7 +297,9 @@ fn blocked_elements(
     // A relative link resolves to the base's host; when that is the page's, it is not judged,
     // and need not be resolved either (most of a page's links are its own site's).
     let base_is_page = page_host.is_some() && base.and_then(Url::host_str) == page_host;
-    let mut verdicts: HashMap<(String, RequestKind), bool> = HashMap::new();
+    // Keyed by the attribute value as written: a repeated value resolves to the same URL, so
+    // it is resolved and judged once.
+    let mut verdicts: HashMap<(&str, RequestKind), bool> = HashMap::new();
     let mut blocked = Vec::new();
     for edge in tree.traverse(tree.root()) {
         let Edge::Open(id) = edge else { continue };
@@ -289,16 +309,16 @@ fn blocked_elements(
         if kind == RequestKind::Link && base_is_page && is_same_host_relative(raw) {
             continue;
         }
-        let Some(url) = resolve(raw, base) else {
-            continue;
-        };
-        if kind == RequestKind::Link && page_host.is_some() && url.host_str() == page_host {
-            continue;
-        }
-        let verdict = verdicts
-            .entry((String::from(url), kind))
-            .or_insert_with_key(|(url, kind)| filter.is_blocked(url, judged_from, *kind));
-        if *verdict {
+        let verdict = *verdicts.entry((raw, kind)).or_insert_with(|| {
+            let Some(url) = resolve(raw, base) else {
+                return false;
+            };
+            if kind == RequestKind::Link && page_host.is_some() && url.host_str() == page_host {
+                return false;
+            }
+            filter.is_blocked(url.as_str(), judged_from, kind)
+        });
+        if verdict {
             blocked.push(id);
         }
     }
