@@ -226,6 +226,11 @@ pub struct SelectorSet {
     /// `a[href^="https://ad-host/"]`), per attribute name, sorted by value: an element finds
     /// those whose value starts its own in a few binary searches.
     by_prefix: FxHashMap<LocalName, Vec<(String, u32)>>,
+    /// Selectors whose subject is a bare type or nothing but whose parent is filed by a
+    /// case-sensitive `[attr^=value]` test (`a[href^="https://ad-host/"] > img`: lists hold
+    /// dozens): an element looks them up by its parent's attributes, instead of testing all
+    /// of them on every image.
+    by_parent_prefix: FxHashMap<LocalName, Vec<(String, u32)>>,
     by_tag: FxHashMap<LocalName, Vec<u32>>,
     everywhere: Vec<u32>,
 }
@@ -268,6 +273,11 @@ impl SelectorSet {
                 continue;
             } else if let Some(attr) = subject.attrs.first() {
                 set.by_attr.entry(LocalName::from(attr.name.as_str())).or_default()
+            } else if let Some(attr) = parent_prefix_key(&complex) {
+                let list = set.by_parent_prefix.entry(LocalName::from(attr.name.as_str())).or_default();
+                list.push((attr.value.clone(), index));
+                set.complexes.push(complex);
+                continue;
             } else if let Some(tag) = &subject.tag {
                 set.by_tag.entry(LocalName::from(tag.as_str())).or_default()
             } else {
@@ -276,7 +286,7 @@ impl SelectorSet {
             bucket.push(index);
             set.complexes.push(complex);
         }
-        for list in set.by_prefix.values_mut() {
+        for list in set.by_prefix.values_mut().chain(set.by_parent_prefix.values_mut()) {
             list.sort_unstable();
         }
         set
@@ -335,6 +345,7 @@ fn walk(
     }
     let by_name = sets.iter().any(|s| !s.by_prefix.is_empty() || !s.by_attr.is_empty());
     let by_tag = sets.iter().any(|s| !s.by_tag.is_empty());
+    let by_parent = sets.iter().any(|s| !s.by_parent_prefix.is_empty());
     let split_classes = on_key.is_some() || sets.iter().any(|s| !s.by_class.is_empty());
     let mut candidates: Vec<Vec<u32>> = vec![Vec::new(); sets.len()];
     for edge in tree.traverse(root) {
@@ -349,6 +360,16 @@ fn walk(
             out.extend_from_slice(&set.everywhere);
             if let Some(hits) = tag.as_ref().and_then(|tag| set.by_tag.get(&**tag)) {
                 out.extend_from_slice(hits);
+            }
+        }
+        if let Some(parent) = tree.parent(id).filter(|_| by_parent) {
+            for (name, value) in tree.attrs(parent) {
+                let name = lowercase(name);
+                for (set, out) in sets.iter().zip(&mut candidates) {
+                    if let Some(list) = set.by_parent_prefix.get(&*name) {
+                        prefixes_of(list, value.as_bytes(), out);
+                    }
+                }
             }
         }
         for (name, value) in tree.attrs(id) {
@@ -425,6 +446,15 @@ impl SelectorSet {
             out.extend(hits.iter().filter(key_test));
         }
     }
+}
+
+/// The `[attr^=value]` test of the parent compound of `X[attr^=value] > subject`, for a
+/// selector whose subject has no id, class or attribute to be filed by.
+fn parent_prefix_key(complex: &Complex) -> Option<&AttrTest> {
+    if complex.combinators.first() != Some(&Combinator::Child) {
+        return None;
+    }
+    complex.compounds.get(1)?.attrs.first().filter(|a| is_prefix_key(a))
 }
 
 /// Whether an attribute test can be looked up in a sorted list of prefixes.
@@ -946,6 +976,28 @@ mod tests {
     }
 
     #[test]
+    fn a_bare_subject_under_a_prefix_keyed_parent_is_looked_up_by_the_parent() {
+        let tree = Tree::parse(concat!(
+            r#"<a id=l1 href="https://ads.example/x"><img id=i1></a>"#,
+            r#"<a id=l2 href="https://news.example/"><img id=i2></a>"#,
+            r#"<div data-x="https://ads.example/"><img id=i3><p><img id=i4></p></div>"#,
+        ));
+        let set = SelectorSet::new(
+            ["a[href^='https://ads.example/'] > img", "[data-x^='https://ads'] > img"]
+                .iter()
+                .map(|s| Selector::parse(s).expect("valid")),
+        );
+        assert!(set.by_tag.is_empty() && set.everywhere.is_empty());
+        assert_eq!(set.by_parent_prefix.len(), 2);
+        let found: Vec<_> = set
+            .matching(&tree, tree.root())
+            .into_iter()
+            .map(|id| tree.attr(id, "id").unwrap_or("-"))
+            .collect();
+        assert_eq!(found, ["i1", "i3"]);
+    }
+
+    #[test]
     fn one_walk_over_several_sets_reports_their_union_and_every_key() {
         let tree = Tree::parse(PAGE);
         let host = SelectorSet::new(
@@ -1017,6 +1069,8 @@ mod tests {
         ".ad", "#ad", "#top", ".x", ".Ad", "div.ad", ".ad > p", ".x .y", "#ad.x", ".y:first-child",
         "a[href^='https://ads']", "[data-x^='https://ads.example/']", "[href]", "p", "*:last-child",
         "span + p", ".ad ~ div", "li:not(.x)", "[id=top]", "#x",
+        "a[href^='https://ads'] > span", "[data-x^='https://ads.example/'] > p",
+        "a[href^='https://ads.'] > *", "[href^='https://ads'] p",
     ];
 
     proptest::proptest! {
