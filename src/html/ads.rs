@@ -133,7 +133,7 @@ pub struct AdFilter {
     id: u64,
     /// Verdicts of [`AdFilter::is_blocked`] by request kind, page host and URL: a site's
     /// pages repeat the same menus, logos and trackers, and judging a URL costs microseconds.
-    verdicts: moka::sync::Cache<String, bool>,
+    verdicts: Verdicts,
     /// The lists' generic hiding rules keyed by a class or id (`##.ad-banner`, `###ad`), as
     /// written, each once ([`AdFilter::generic_class_id_selectors`]).
     generic_class_id: Vec<String>,
@@ -152,7 +152,36 @@ pub struct HostHiding {
 }
 
 /// How many URL verdicts a filter remembers (about 100 bytes each).
-const VERDICTS: u64 = 65_536;
+const VERDICTS: usize = 65_536;
+
+/// The memo of URL verdicts: one map behind a lock, emptied when full.
+///
+/// A page asks for a hundred verdicts or so, each a hit once the site's pages have been seen,
+/// so the lookup is what counts: a general-purpose concurrent cache (admission sketch, LRU
+/// order, maintenance) spent several times the cost of the map lookup itself. Verdicts are
+/// cheap to recompute, so a full memo simply starts over. The lock is held for one lookup or
+/// one insertion, never while a verdict is computed.
+#[derive(Default)]
+struct Verdicts {
+    map: std::sync::Mutex<std::collections::HashMap<String, bool>>,
+}
+
+impl Verdicts {
+    fn get(&self, key: &str) -> Option<bool> {
+        self.map.lock().ok()?.get(key).copied()
+    }
+
+    fn insert(&self, key: String, verdict: bool) {
+        // A poisoned lock only means another thread panicked mid-insert; the memo is
+        // an optimisation, so it is then simply not used.
+        if let Ok(mut map) = self.map.lock() {
+            if map.len() >= VERDICTS {
+                map.clear();
+            }
+            map.insert(key, verdict);
+        }
+    }
+}
 
 impl std::fmt::Debug for AdFilter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -188,7 +217,7 @@ impl AdFilter {
             engine: Engine::new_with_filter_set(set),
             lists: stats,
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-            verdicts: moka::sync::Cache::new(VERDICTS),
+            verdicts: Verdicts::default(),
             generic_class_id,
         }
     }
@@ -225,7 +254,11 @@ impl AdFilter {
         // Rules look at the page's host only (`$third-party`, `$domain=`), never its path, so
         // the key holds the page's authority: distinct hosts never share a key, and at worst
         // two spellings of one host (a port, letter case) are judged twice.
-        let key = format!("{}\u{0}{}\u{0}{url}", kind.as_engine_type(), authority(page_url));
+        let (kind_name, page) = (kind.as_engine_type(), authority(page_url));
+        let mut key = String::with_capacity(kind_name.len() + page.len() + url.len() + 2);
+        for part in [kind_name, "\0", page, "\0", url] {
+            key.push_str(part);
+        }
         if let Some(verdict) = self.verdicts.get(&key) {
             return verdict;
         }
