@@ -223,7 +223,6 @@ impl GenericSelectors {
         }
         GenericSelectors { set: SelectorSet::new(selectors), unsupported_classes, unsupported_ids }
     }
-
 }
 
 /// The unparsable generic rules keyed by a class or id of the page, gathered as the page's
@@ -283,9 +282,8 @@ fn parse_selectors<'a>(texts: impl Iterator<Item = &'a String>) -> (SelectorSet,
 /// The elements (not yet removed) whose URL the filter blocks, in document order.
 ///
 /// Each distinct attribute value is resolved and judged once per page (menus repeat links),
-/// and links to the page's own
-/// host are not judged at all: a link is judged by host rules only (see
-/// [`crate::html::ads`]), and a page on a blocked host would not be served as a page.
+/// and links to the page's own host are not judged at all: a link is judged by host rules only
+/// (see [`crate::html::ads`]), and a page on a blocked host would not be served as a page.
 fn blocked_elements(
     tree: &Tree,
     filter: &AdFilter,
