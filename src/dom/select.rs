@@ -328,16 +328,14 @@ impl SelectorSet {
     }
 }
 
+/// What [`SelectorSet::matching_any`] shows each class (`true`) and non-empty id (`false`).
+type OnKey<'a> = &'a mut dyn FnMut(bool, &str);
+
 /// The walk behind [`SelectorSet::matching`] and [`SelectorSet::matching_any`].
 ///
 /// An element that holds the key of a bare `.class` or `#id` selector is matched at once; its
 /// remaining attributes are then only read for `on_key`.
-fn walk(
-    sets: &[&SelectorSet],
-    tree: &Tree,
-    root: NodeId,
-    mut on_key: Option<&mut dyn FnMut(bool, &str)>,
-) -> Vec<NodeId> {
+fn walk(sets: &[&SelectorSet], tree: &Tree, root: NodeId, mut on_key: Option<OnKey<'_>>) -> Vec<NodeId> {
     let mut found = Vec::new();
     let sets: Vec<&SelectorSet> = sets.iter().copied().filter(|s| !s.is_empty()).collect();
     if sets.is_empty() && on_key.is_none() {
