@@ -33,7 +33,7 @@ pub fn utf8_pages() -> Option<Vec<String>> {
         .into_iter()
         .map(|raw| {
             let detected = charset::detect(Some("text/html"), &raw);
-            charset::to_utf8(&raw, detected.encoding)
+            charset::to_utf8(&raw, detected.encoding).into_owned()
         })
         .collect();
     Some(pages)
