@@ -302,8 +302,12 @@ impl AdFilter {
     /// only, so that a caller may keep it per host.
     pub fn host_hiding(&self, page_url: &str) -> HostHiding {
         let resources = self.engine.url_cosmetic_resources(page_url);
+        // The engine hands them over in a hash set's order, which changes from one process to
+        // the next; sorted, every run matches them in the same order and costs the same.
+        let mut selectors: Vec<String> = resources.hide_selectors.into_iter().collect();
+        selectors.sort_unstable();
         HostHiding {
-            selectors: resources.hide_selectors.into_iter().collect(),
+            selectors,
             exceptions: resources.exceptions,
             generichide: resources.generichide,
         }
