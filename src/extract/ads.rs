@@ -127,11 +127,11 @@ fn remove_hidden(
         let generic = generic_selectors(filter);
         let mut unsupported = UnsupportedSeen::default();
         let sets = [&host.set, &generic.set];
-        let mut matched = SelectorSet::matching_any(&sets, tree, root, |is_class, token| {
+        // In document order, each element once, as the other branches leave theirs.
+        let matched = SelectorSet::matching_any(&sets, tree, root, |is_class, token| {
             unsupported.note(&generic, is_class, token)
         });
         report.unsupported_selectors += unsupported.count(&generic);
-        matched.sort_unstable();
         matched
     } else if !host.generichide {
         // The host cancels some generic rules: ask the lists for those that apply here.
@@ -223,6 +223,15 @@ impl GenericSelectors {
         }
         GenericSelectors { set: SelectorSet::new(selectors), unsupported_classes, unsupported_ids }
     }
+
+    /// The unparsable rules per class (`true`) or per id (`false`) that keys them.
+    fn unsupported(&self, is_class: bool) -> &FxHashMap<String, usize> {
+        if is_class {
+            &self.unsupported_classes
+        } else {
+            &self.unsupported_ids
+        }
+    }
 }
 
 /// The unparsable generic rules keyed by a class or id of the page, gathered as the page's
@@ -234,7 +243,7 @@ struct UnsupportedSeen<'g> {
 
 impl<'g> UnsupportedSeen<'g> {
     fn note(&mut self, generic: &'g GenericSelectors, is_class: bool, token: &str) {
-        let map = if is_class { &generic.unsupported_classes } else { &generic.unsupported_ids };
+        let map = generic.unsupported(is_class);
         if map.is_empty() {
             return;
         }
@@ -245,8 +254,7 @@ impl<'g> UnsupportedSeen<'g> {
 
     /// How many unparsable rules the keys seen stand for.
     fn count(&self, generic: &GenericSelectors) -> usize {
-        let map = |is_class| if is_class { &generic.unsupported_classes } else { &generic.unsupported_ids };
-        self.seen.iter().map(|&(is_class, key)| map(is_class)[key]).sum()
+        self.seen.iter().map(|&(is_class, key)| generic.unsupported(is_class)[key]).sum()
     }
 }
 
