@@ -731,7 +731,7 @@ fn runs_code(
     schemes: &[String],
     tag: &mut Option<String>,
 ) -> bool {
-    if schemes.is_empty() || !URL_TARGETS.iter().any(|&(_, a)| a == name) {
+    if schemes.is_empty() || !is_url_attribute(name) {
         return false;
     }
     if !url_scheme(&attr.value()).is_some_and(|scheme| schemes.contains(&scheme)) {
