@@ -8,6 +8,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+# Frugal with disk: CI builds once from empty on a machine whose free space varies (a run has
+# failed for lack of it). Incremental state and full debug info are gigabytes that one build
+# never reads; line tables keep file:line in a failing test's backtrace. Set either variable
+# to override.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+export CARGO_PROFILE_DEV_DEBUG="${CARGO_PROFILE_DEV_DEBUG:-line-tables-only}"
 # Two cores: one integration-test binary, built once.
 # Benches are only type-checked here: run in test mode they walk every development page in a
 # debug build, which takes minutes and measures nothing. Run them with `cargo bench`.
