@@ -51,6 +51,19 @@ pub(super) fn parse_filtered(
     max_depth: u32,
     filter: Option<&dyn BuildFilter>,
 ) -> (Tree, Filtered) {
+    if let Some(built) = super::direct::parse(html, max_depth, filter) {
+        return built;
+    }
+    parse_with_html5ever(html, max_depth, filter)
+}
+
+/// [`parse_filtered`] through html5ever's tree builder: the path for every page, and the
+/// fallback for pages [`super::direct`] does not cover.
+pub(super) fn parse_with_html5ever(
+    html: &str,
+    max_depth: u32,
+    filter: Option<&dyn BuildFilter>,
+) -> (Tree, Filtered) {
     let names = Arena::new();
     let sink = Sink::new(max_depth, &names);
     // Real pages hold about one node per 50 to 100 bytes; reserving avoids most regrowth.
@@ -420,7 +433,7 @@ impl<'n> TreeSink for Sink<'n> {
 
 /// What goes between `<!DOCTYPE ` and `>`: the name and the identifiers that decide the quirks
 /// mode, so that a serialised page parses in the same mode.
-fn doctype_text(name: &str, public_id: &str, system_id: &str) -> String {
+pub(super) fn doctype_text(name: &str, public_id: &str, system_id: &str) -> String {
     fn quoted(out: &mut String, id: &str) {
         let quote = if id.contains('"') { '\'' } else { '"' };
         out.push(' ');
@@ -572,7 +585,7 @@ fn adopt_template_contents(nodes: &mut [BuildNode<'_>]) {
 
 /// Sets each node's `end` (one past its last descendant): in pre-order, children follow their
 /// parent, so one reverse pass carries every subtree's end up to its parent.
-fn compute_ends(nodes: &mut [Node]) {
+pub(super) fn compute_ends(nodes: &mut [Node]) {
     for i in (0..nodes.len()).rev() {
         let end = nodes[i].end.max(i as u32 + 1);
         nodes[i].end = end;
@@ -612,7 +625,7 @@ fn convert(tree: &mut Tree, data: Data<'_>) -> NodeKind {
     }
 }
 
-fn push_str(chars: &mut String, text: &str) -> Span {
+pub(super) fn push_str(chars: &mut String, text: &str) -> Span {
     let start = chars.len() as u32;
     chars.push_str(text);
     Span {
@@ -622,7 +635,7 @@ fn push_str(chars: &mut String, text: &str) -> Span {
 }
 
 /// An attribute's name as written: foreign attributes keep their prefix (`xlink:href`).
-fn attr_name(name: QualName) -> LocalName {
+pub(super) fn attr_name(name: QualName) -> LocalName {
     match &name.prefix {
         Some(prefix) => LocalName::from(format!("{}:{}", &**prefix, &*name.local)),
         None => name.local,

@@ -35,6 +35,7 @@
 //! this tree, the statistics and the renderer share the rest.
 
 mod build;
+mod direct;
 mod lex;
 pub mod select;
 mod stats;

@@ -1,0 +1,951 @@
+//! A tree builder of pith's own for the common path: the WHATWG tree-construction rules for the
+//! markup most pages are made of, writing each node straight into a [`Tree`] in document order.
+//!
+//! Why: html5ever's tree builder hands every node to a sink that must support moving nodes
+//! after the fact (the adoption agency, foster parenting), so [`super::build`] keeps a linked
+//! arena and lays it out in pre-order afterwards, applying the stage-1 [`BuildFilter`] as it
+//! goes. On most pages nothing is ever moved: each node is appended to the element on top of
+//! the stack of open elements, which is always the last subtree of the tree. This builder
+//! relies on that: it applies the filter when an element is created, merges text as it comes,
+//! and has no arena and no layout pass.
+//!
+//! What it does not cover it does not guess: on anything outside its subset (foster parenting,
+//! the adoption agency beyond popping, templates, framesets, `<select>`, MathML, a second
+//! `<body>` with attributes, the depth guard, …) it *bails*: it sets a flag, the tokenizer
+//! stops, and [`super::build::parse_filtered`] parses the page again with html5ever. The tests
+//! hold it to the same tree as that path for every input it accepts, so a bail costs time on a
+//! rare page and never changes a result.
+//!
+//! Every rule follows html5ever's `tree_builder/rules.rs` (the reference the other path runs),
+//! including where that departs from the specification: scripting is enabled (`<noscript>` is
+//! raw text), and `<select>` is parsed by the newer rules (here: bail).
+
+mod body;
+mod foreign;
+mod table;
+#[cfg(test)]
+mod tests;
+
+use std::cell::{Cell, RefCell};
+
+use html5ever::tokenizer::states::RawKind;
+use html5ever::tokenizer::{Doctype, Tag, TagKind, Token, TokenSink, TokenSinkResult};
+use markup5ever::tendril::StrTendril;
+use markup5ever::{local_name, Attribute, LocalName};
+
+use super::build::{attr_name, compute_ends, doctype_text, push_str};
+use super::{Attr, BuildFilter, Element, Filtered, Node, NodeKind, Ns, Span, Tree, Verdict, NONE};
+
+/// Parses `html` into a tree (flags and statistics still empty) if every token stays within
+/// this builder's subset; `None` when it bailed and html5ever must build the tree instead.
+pub(super) fn parse(
+    html: &str,
+    max_depth: u32,
+    filter: Option<&dyn BuildFilter>,
+) -> Option<(Tree, Filtered)> {
+    run(html, max_depth, filter).ok()
+}
+
+/// [`parse`], or where it bailed: the insertion mode and the token it could not take.
+fn run(html: &str, max_depth: u32, filter: Option<&dyn BuildFilter>) -> Result<(Tree, Filtered), String> {
+    let builder = Builder {
+        state: RefCell::new(State::new(html.len(), max_depth, filter)),
+        bailed: Cell::new(false),
+        bailed_at: RefCell::new(String::new()),
+    };
+    super::lex::run(html, &builder, || builder.bailed.get());
+    if builder.bailed.get() {
+        return Err(builder.bailed_at.into_inner());
+    }
+    Ok(builder.state.into_inner().finish())
+}
+
+/// Why the builder gave up: the page needs a rule it does not implement exactly.
+struct Bail;
+
+/// What a step tells the tokenizer: go on, or switch to a raw-text state.
+enum Out {
+    Continue,
+    Raw(RawKind),
+    Plaintext,
+}
+
+type Step = Result<Out, Bail>;
+
+/// The insertion modes this builder implements (html5ever's names).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Mode {
+    Initial,
+    BeforeHtml,
+    BeforeHead,
+    InHead,
+    AfterHead,
+    InBody,
+    Text,
+    InTable,
+    InCaption,
+    InColumnGroup,
+    InTableBody,
+    InRow,
+    InCell,
+    AfterBody,
+    AfterAfterBody,
+}
+
+/// The document's quirks mode as far as it matters here (`<table>` closing an open `<p>`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Quirks {
+    /// No quirks or limited quirks: `<table>` closes an open `<p>`.
+    No,
+    /// Full quirks: it does not.
+    Full,
+    /// A doctype not classified here: bail where the answer would matter.
+    Unknown,
+}
+
+/// A token as the rules see it: html5ever's, with character data as a slice so that splitting
+/// off leading whitespace costs nothing.
+enum Tok<'a> {
+    Chars(&'a str),
+    Null,
+    Comment(&'a str),
+    Start(Tag),
+    End(LocalName),
+    Eof,
+}
+
+/// Where an element's children go in the tree: a node index, or nowhere ([`SKIP`]) when the
+/// filter dropped the element or one of its ancestors.
+const SKIP: u32 = NONE - 1;
+
+/// An element on the stack of open elements.
+#[derive(Clone)]
+struct Open {
+    /// Identity: elements are compared by it (the form pointer, the formatting list).
+    id: u32,
+    name: LocalName,
+    ns: Ns,
+    /// Where its children go: its own index, its parent's when unwrapped, or [`SKIP`].
+    out: u32,
+    /// Whether it is a node of the tree (neither unwrapped nor left out).
+    kept: bool,
+    /// Its depth in the document html5ever would build (the document is 0), for the guard.
+    depth: u32,
+}
+
+/// An entry of the list of active formatting elements: the element and the token it was made
+/// for (name and attributes before the filter saw them), from which it is reconstructed.
+enum Formatting {
+    Marker,
+    Element {
+        id: u32,
+        name: LocalName,
+        attrs: Vec<Attribute>,
+    },
+}
+
+/// The [`TokenSink`]: the state behind a `RefCell`, because the tokenizer calls with `&self`.
+struct Builder<'f> {
+    state: RefCell<State<'f>>,
+    bailed: Cell<bool>,
+    /// Where it bailed, for the tests' statistics; written once per bail.
+    bailed_at: RefCell<String>,
+}
+
+struct State<'f> {
+    tree: Tree,
+    filter: Option<&'f dyn BuildFilter>,
+    filtered: Filtered,
+    max_depth: u32,
+    mode: Mode,
+    /// The mode to return to after `Text`.
+    orig_mode: Mode,
+    quirks: Quirks,
+    open: Vec<Open>,
+    active: Vec<Formatting>,
+    next_id: u32,
+    /// The `<head>` element once created.
+    head: Option<Open>,
+    /// The form element pointer.
+    form: Option<u32>,
+    /// A line feed right after `<pre>`, `<listing>` or `<textarea>` is dropped.
+    ignore_lf: bool,
+    /// Comments that go to the `<html>` element after `</body>`, and to the document after
+    /// `</html>`: html5ever appends them after the body while later text still goes into the
+    /// body, so they are laid out at the end, where document order puts them.
+    after_body: Vec<StrTendril>,
+    after_html: Vec<StrTendril>,
+}
+
+impl TokenSink for Builder<'_> {
+    type Handle = ();
+
+    fn process_token(&self, token: Token, _line: u64) -> TokenSinkResult<()> {
+        if self.bailed.get() {
+            return TokenSinkResult::Continue;
+        }
+        let mut state = self.state.borrow_mut();
+        // What the token was, for the tests' account of bails; free in the proxy.
+        #[cfg(test)]
+        let what = describe(&token);
+        #[cfg(not(test))]
+        let what = String::new();
+        match state.token(token) {
+            Ok(Out::Continue) => TokenSinkResult::Continue,
+            Ok(Out::Raw(kind)) => TokenSinkResult::RawData(kind),
+            Ok(Out::Plaintext) => TokenSinkResult::Plaintext,
+            Err(Bail) => {
+                self.bailed.set(true);
+                *self.bailed_at.borrow_mut() = format!("{:?}: {what}", state.mode);
+                TokenSinkResult::Continue
+            }
+        }
+    }
+}
+
+/// A token in a few words.
+#[cfg(test)]
+fn describe(token: &Token) -> String {
+    match token {
+        Token::TagToken(tag) if tag.kind == TagKind::StartTag => format!("<{}>", tag.name),
+        Token::TagToken(tag) => format!("</{}>", tag.name),
+        Token::CharacterTokens(_) => "text".to_string(),
+        Token::NullCharacterToken => "NUL".to_string(),
+        Token::CommentToken(_) => "comment".to_string(),
+        Token::DoctypeToken(_) => "doctype".to_string(),
+        Token::EOFToken => "end of input".to_string(),
+        Token::ParseError(_) => "parse error".to_string(),
+    }
+}
+
+pub(super) fn is_space(c: char) -> bool {
+    c.is_ascii_whitespace()
+}
+
+/// `text` split into its leading run of ASCII whitespace and the rest.
+fn split_space(text: &str) -> (&str, &str) {
+    let rest = text.trim_start_matches(is_space);
+    text.split_at(text.len() - rest.len())
+}
+
+impl<'f> State<'f> {
+    fn new(len: usize, max_depth: u32, filter: Option<&'f dyn BuildFilter>) -> Self {
+        let mut nodes = Vec::with_capacity(len / 64 + 1);
+        nodes.push(Node {
+            parent: NONE,
+            end: 0,
+            kind: NodeKind::Document,
+        });
+        State {
+            tree: Tree {
+                nodes,
+                chars: String::with_capacity(len / 2),
+                attrs: Vec::with_capacity(len / 128),
+                flags: Vec::new(),
+                stats: Vec::new(),
+                truncated: false,
+            },
+            filter,
+            filtered: Filtered::default(),
+            max_depth,
+            mode: Mode::Initial,
+            orig_mode: Mode::InBody,
+            quirks: Quirks::Full,
+            open: Vec::with_capacity(64),
+            active: Vec::new(),
+            next_id: 0,
+            head: None,
+            form: None,
+            ignore_lf: false,
+            after_body: Vec::new(),
+            after_html: Vec::new(),
+        }
+    }
+
+    fn finish(mut self) -> (Tree, Filtered) {
+        let html_out = self.html_out();
+        for text in std::mem::take(&mut self.after_body) {
+            self.lay_comment(html_out, &text);
+        }
+        for text in std::mem::take(&mut self.after_html) {
+            self.lay_comment(0, &text);
+        }
+        compute_ends(&mut self.tree.nodes);
+        (self.tree, self.filtered)
+    }
+
+    /// One token from the tokenizer.
+    fn token(&mut self, token: Token) -> Step {
+        let ignore_lf = std::mem::take(&mut self.ignore_lf);
+        match token {
+            Token::DoctypeToken(doctype) => {
+                if self.mode == Mode::Initial {
+                    self.doctype(doctype)?;
+                    self.mode = Mode::BeforeHtml;
+                }
+                Ok(Out::Continue)
+            }
+            Token::TagToken(tag) => match tag.kind {
+                TagKind::StartTag => self.step(Tok::Start(tag)),
+                TagKind::EndTag => self.step(Tok::End(tag.name)),
+            },
+            Token::CommentToken(text) => self.step(Tok::Comment(&text)),
+            Token::CharacterTokens(text) => {
+                let text = match text.strip_prefix('\n') {
+                    Some(rest) if ignore_lf => rest,
+                    _ => &text,
+                };
+                if text.is_empty() {
+                    return Ok(Out::Continue);
+                }
+                self.step(Tok::Chars(text))
+            }
+            Token::NullCharacterToken => self.step(Tok::Null),
+            Token::EOFToken => self.step(Tok::Eof),
+            Token::ParseError(_) => Ok(Out::Continue),
+        }
+    }
+
+    fn doctype(&mut self, doctype: Doctype) -> Result<(), Bail> {
+        self.quirks = quirks(&doctype);
+        let text = doctype_text(
+            doctype.name.as_deref().unwrap_or(""),
+            doctype.public_id.as_deref().unwrap_or(""),
+            doctype.system_id.as_deref().unwrap_or(""),
+        );
+        self.check_depth(1)?;
+        let kind = NodeKind::Doctype(push_str(&mut self.tree.chars, &text));
+        self.push_node(0, kind);
+        Ok(())
+    }
+
+    /// Processes a token in the current mode, or by the rules for foreign content.
+    fn step(&mut self, tok: Tok<'_>) -> Step {
+        if self.is_foreign(&tok) {
+            return self.foreign(tok);
+        }
+        self.by_mode(tok)
+    }
+
+    /// Processes a token by the rules of the current insertion mode.
+    fn by_mode(&mut self, tok: Tok<'_>) -> Step {
+        match self.mode {
+            Mode::Initial => self.initial(tok),
+            Mode::BeforeHtml => self.before_html(tok),
+            Mode::BeforeHead => self.before_head(tok),
+            Mode::InHead => self.in_head(tok),
+            Mode::AfterHead => self.after_head(tok),
+            Mode::InBody => self.in_body(tok),
+            Mode::Text => self.text(tok),
+            Mode::InTable => self.in_table(tok),
+            Mode::InCaption => self.in_caption(tok),
+            Mode::InColumnGroup => self.in_column_group(tok),
+            Mode::InTableBody => self.in_table_body(tok),
+            Mode::InRow => self.in_row(tok),
+            Mode::InCell => self.in_cell(tok),
+            Mode::AfterBody => self.after_body(tok),
+            Mode::AfterAfterBody => self.after_after_body(tok),
+        }
+    }
+
+    fn reprocess(&mut self, mode: Mode, tok: Tok<'_>) -> Step {
+        self.mode = mode;
+        self.step(tok)
+    }
+
+    fn initial(&mut self, tok: Tok<'_>) -> Step {
+        match tok {
+            Tok::Chars(text) => match split_space(text).1 {
+                "" => Ok(Out::Continue),
+                rest => self.initial_else(Tok::Chars(rest)),
+            },
+            Tok::Comment(text) => {
+                self.check_depth(1)?;
+                self.lay_comment(0, text);
+                Ok(Out::Continue)
+            }
+            tok => self.initial_else(tok),
+        }
+    }
+
+    /// No doctype: quirks mode.
+    fn initial_else(&mut self, tok: Tok<'_>) -> Step {
+        self.quirks = Quirks::Full;
+        self.reprocess(Mode::BeforeHtml, tok)
+    }
+
+    fn before_html(&mut self, tok: Tok<'_>) -> Step {
+        match tok {
+            Tok::Chars(text) => match split_space(text).1 {
+                "" => Ok(Out::Continue),
+                rest => self.before_html_else(Tok::Chars(rest)),
+            },
+            Tok::Comment(text) => {
+                self.check_depth(1)?;
+                self.lay_comment(0, text);
+                Ok(Out::Continue)
+            }
+            Tok::Start(tag) if tag.name == local_name!("html") => {
+                self.insert(tag.name, Ns::Html, tag.attrs)?;
+                self.mode = Mode::BeforeHead;
+                Ok(Out::Continue)
+            }
+            Tok::End(ref name) if !is_head_body_html_br(name) => Ok(Out::Continue),
+            tok => self.before_html_else(tok),
+        }
+    }
+
+    fn before_html_else(&mut self, tok: Tok<'_>) -> Step {
+        self.insert(local_name!("html"), Ns::Html, Vec::new())?;
+        self.reprocess(Mode::BeforeHead, tok)
+    }
+
+    fn before_head(&mut self, tok: Tok<'_>) -> Step {
+        match tok {
+            Tok::Chars(text) => match split_space(text).1 {
+                "" => Ok(Out::Continue),
+                rest => self.before_head_else(Tok::Chars(rest)),
+            },
+            Tok::Comment(text) => self.comment(text),
+            Tok::Start(ref tag) if tag.name == local_name!("html") => self.in_body(tok),
+            Tok::Start(tag) if tag.name == local_name!("head") => {
+                self.insert(tag.name, Ns::Html, tag.attrs)?;
+                self.head = self.open.last().cloned();
+                self.mode = Mode::InHead;
+                Ok(Out::Continue)
+            }
+            Tok::End(ref name) if !is_head_body_html_br(name) => Ok(Out::Continue),
+            tok => self.before_head_else(tok),
+        }
+    }
+
+    fn before_head_else(&mut self, tok: Tok<'_>) -> Step {
+        self.insert(local_name!("head"), Ns::Html, Vec::new())?;
+        self.head = self.open.last().cloned();
+        self.reprocess(Mode::InHead, tok)
+    }
+
+    fn in_head(&mut self, tok: Tok<'_>) -> Step {
+        match tok {
+            Tok::Chars(text) => {
+                let (space, rest) = split_space(text);
+                if !space.is_empty() {
+                    self.append_text(space)?;
+                }
+                if rest.is_empty() {
+                    return Ok(Out::Continue);
+                }
+                self.in_head_else(Tok::Chars(rest))
+            }
+            Tok::Comment(text) => self.comment(text),
+            Tok::Start(tag) => match tag.name {
+                local_name!("html") => self.in_body(Tok::Start(tag)),
+                local_name!("head") => Ok(Out::Continue),
+                _ => match self.head_start(tag)? {
+                    Ok(out) => Ok(out),
+                    Err(tag) => self.in_head_else(Tok::Start(tag)),
+                },
+            },
+            Tok::End(name) => match name {
+                local_name!("head") => {
+                    self.pop();
+                    self.mode = Mode::AfterHead;
+                    Ok(Out::Continue)
+                }
+                local_name!("body") | local_name!("html") | local_name!("br") => {
+                    self.in_head_else(Tok::End(name))
+                }
+                _ => Ok(Out::Continue),
+            },
+            tok => self.in_head_else(tok),
+        }
+    }
+
+    fn in_head_else(&mut self, tok: Tok<'_>) -> Step {
+        self.pop();
+        self.reprocess(Mode::AfterHead, tok)
+    }
+
+    /// The start tags the "in head" rules own, wherever they are used from; gives the tag back
+    /// when it is not one of them.
+    fn head_start(&mut self, tag: Tag) -> Result<Result<Out, Tag>, Bail> {
+        match tag.name {
+            local_name!("base")
+            | local_name!("basefont")
+            | local_name!("bgsound")
+            | local_name!("link")
+            | local_name!("meta") => {
+                self.insert_void(tag.name, Ns::Html, tag.attrs)?;
+                Ok(Ok(Out::Continue))
+            }
+            local_name!("title") => self.raw(tag, RawKind::Rcdata).map(Ok),
+            local_name!("noframes") | local_name!("style") | local_name!("noscript") => {
+                self.raw(tag, RawKind::Rawtext).map(Ok)
+            }
+            local_name!("script") => self.raw(tag, RawKind::ScriptData).map(Ok),
+            local_name!("template") => Err(Bail),
+            _ => Ok(Err(tag)),
+        }
+    }
+
+    /// The generic raw text and RCDATA parsing algorithm: the element, then `Text` mode.
+    fn raw(&mut self, tag: Tag, kind: RawKind) -> Step {
+        self.insert(tag.name, Ns::Html, tag.attrs)?;
+        self.orig_mode = self.mode;
+        self.mode = Mode::Text;
+        Ok(Out::Raw(kind))
+    }
+
+    fn after_head(&mut self, tok: Tok<'_>) -> Step {
+        match tok {
+            Tok::Chars(text) => {
+                let (space, rest) = split_space(text);
+                if !space.is_empty() {
+                    self.append_text(space)?;
+                }
+                if rest.is_empty() {
+                    return Ok(Out::Continue);
+                }
+                self.after_head_else(Tok::Chars(rest))
+            }
+            Tok::Comment(text) => self.comment(text),
+            Tok::Start(tag) => match tag.name {
+                local_name!("html") => self.in_body(Tok::Start(tag)),
+                local_name!("body") => {
+                    self.insert(tag.name, Ns::Html, tag.attrs)?;
+                    self.mode = Mode::InBody;
+                    Ok(Out::Continue)
+                }
+                local_name!("frameset") | local_name!("template") => Err(Bail),
+                local_name!("base")
+                | local_name!("basefont")
+                | local_name!("bgsound")
+                | local_name!("link")
+                | local_name!("meta")
+                | local_name!("noframes")
+                | local_name!("script")
+                | local_name!("style")
+                | local_name!("title") => self.into_head_again(tag),
+                local_name!("head") => Ok(Out::Continue),
+                _ => self.after_head_else(Tok::Start(tag)),
+            },
+            Tok::End(name) => match name {
+                local_name!("body") | local_name!("html") | local_name!("br") => {
+                    self.after_head_else(Tok::End(name))
+                }
+                _ => Ok(Out::Continue),
+            },
+            tok => self.after_head_else(tok),
+        }
+    }
+
+    fn after_head_else(&mut self, tok: Tok<'_>) -> Step {
+        self.insert(local_name!("body"), Ns::Html, Vec::new())?;
+        self.reprocess(Mode::InBody, tok)
+    }
+
+    /// A head element after `</head>`: html5ever pushes the head back, inserts, and takes the
+    /// head off the stack again. That is an append at the end of the tree only while nothing
+    /// kept has been laid out after the head's subtree; else bail.
+    fn into_head_again(&mut self, tag: Tag) -> Step {
+        let Some(head) = self.head.clone() else {
+            return Err(Bail);
+        };
+        if head.out != SKIP && !(head.kept && self.last_is_inside(head.out)) {
+            return Err(Bail);
+        }
+        let id = head.id;
+        self.open.push(head);
+        let out = match self.head_start(tag)? {
+            Ok(out) => out,
+            Err(_) => return Err(Bail),
+        };
+        if let Some(at) = self.open.iter().rposition(|o| o.id == id) {
+            self.open.remove(at);
+        }
+        Ok(out)
+    }
+
+    /// Whether the last node of the tree is `at` or one of its descendants.
+    fn last_is_inside(&self, at: u32) -> bool {
+        let mut i = self.tree.nodes.len() as u32 - 1;
+        while i > at && i != NONE {
+            i = self.tree.nodes[i as usize].parent;
+        }
+        i == at
+    }
+
+    fn text(&mut self, tok: Tok<'_>) -> Step {
+        match tok {
+            Tok::Chars(text) => {
+                self.append_text(text)?;
+                Ok(Out::Continue)
+            }
+            Tok::End(_) => {
+                self.pop();
+                self.mode = self.orig_mode;
+                Ok(Out::Continue)
+            }
+            Tok::Eof => {
+                self.pop();
+                let mode = self.orig_mode;
+                self.reprocess(mode, Tok::Eof)
+            }
+            // The tokenizer gives nothing else in a raw-text state.
+            _ => Err(Bail),
+        }
+    }
+
+    fn after_body(&mut self, tok: Tok<'_>) -> Step {
+        match tok {
+            Tok::Chars(text) => {
+                let (space, rest) = split_space(text);
+                if !space.is_empty() {
+                    self.in_body(Tok::Chars(space))?;
+                }
+                if rest.is_empty() {
+                    return Ok(Out::Continue);
+                }
+                self.reprocess(Mode::InBody, Tok::Chars(rest))
+            }
+            Tok::Comment(text) => {
+                self.check_depth(2)?;
+                self.after_body.push(StrTendril::from_slice(text));
+                Ok(Out::Continue)
+            }
+            Tok::Start(ref tag) if tag.name == local_name!("html") => self.in_body(tok),
+            Tok::End(local_name!("html")) => {
+                self.mode = Mode::AfterAfterBody;
+                Ok(Out::Continue)
+            }
+            Tok::Eof => Ok(Out::Continue),
+            tok => self.reprocess(Mode::InBody, tok),
+        }
+    }
+
+    fn after_after_body(&mut self, tok: Tok<'_>) -> Step {
+        match tok {
+            Tok::Chars(text) => {
+                let (space, rest) = split_space(text);
+                if !space.is_empty() {
+                    self.in_body(Tok::Chars(space))?;
+                }
+                if rest.is_empty() {
+                    return Ok(Out::Continue);
+                }
+                self.reprocess(Mode::InBody, Tok::Chars(rest))
+            }
+            Tok::Comment(text) => {
+                self.check_depth(1)?;
+                self.after_html.push(StrTendril::from_slice(text));
+                Ok(Out::Continue)
+            }
+            Tok::Start(ref tag) if tag.name == local_name!("html") => self.in_body(tok),
+            Tok::Eof => Ok(Out::Continue),
+            tok => self.reprocess(Mode::InBody, tok),
+        }
+    }
+
+    // ---- The stack of open elements ----
+
+    fn current(&self) -> Option<&Open> {
+        self.open.last()
+    }
+
+    fn current_is(&self, name: &LocalName) -> bool {
+        self.current().is_some_and(|o| o.ns == Ns::Html && o.name == *name)
+    }
+
+    fn pop(&mut self) {
+        self.open.pop();
+    }
+
+    /// Pops until an HTML element named `name` has been popped.
+    fn pop_until_named(&mut self, name: &LocalName) {
+        while let Some(open) = self.open.pop() {
+            if open.ns == Ns::Html && open.name == *name {
+                break;
+            }
+        }
+    }
+
+    /// Pops until an HTML element whose name is in `set` has been popped.
+    fn pop_until(&mut self, set: fn(&LocalName) -> bool) {
+        while let Some(open) = self.open.pop() {
+            if open.ns == Ns::Html && set(&open.name) {
+                break;
+            }
+        }
+    }
+
+    fn in_scope(&self, scope: Scope, pred: impl Fn(&Open) -> bool) -> bool {
+        for open in self.open.iter().rev() {
+            if pred(open) {
+                return true;
+            }
+            if scope.bounds(open) {
+                return false;
+            }
+        }
+        false
+    }
+
+    fn in_scope_named(&self, scope: Scope, name: &LocalName) -> bool {
+        self.in_scope(scope, |o| o.ns == Ns::Html && o.name == *name)
+    }
+
+    /// Generates implied end tags (the cursory set), sparing elements named `except`.
+    fn generate_implied_end(&mut self, except: Option<&LocalName>) {
+        while let Some(open) = self.open.last() {
+            if open.ns != Ns::Html || !is_implied_end(&open.name) || Some(&open.name) == except {
+                return;
+            }
+            self.open.pop();
+        }
+    }
+
+    fn close_p(&mut self) {
+        self.generate_implied_end(Some(&local_name!("p")));
+        self.pop_until_named(&local_name!("p"));
+    }
+
+    fn close_p_in_button_scope(&mut self) {
+        if self.in_scope_named(Scope::Button, &local_name!("p")) {
+            self.close_p();
+        }
+    }
+
+    // ---- Writing the tree ----
+
+    fn check_depth(&self, depth: u32) -> Result<(), Bail> {
+        if depth > self.max_depth {
+            Err(Bail)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Where the current node's children go, and their depth.
+    fn target(&self) -> (u32, u32) {
+        match self.open.last() {
+            Some(open) => (open.out, open.depth + 1),
+            None => (0, 1),
+        }
+    }
+
+    fn html_out(&self) -> u32 {
+        self.open.first().map_or(0, |o| o.out)
+    }
+
+    /// Inserts an element for a token into the current node and pushes it.
+    fn insert(&mut self, name: LocalName, ns: Ns, attrs: Vec<Attribute>) -> Result<u32, Bail> {
+        let (parent, depth) = self.target();
+        self.check_depth(depth)?;
+        let (out, kept) = self.lay_element(parent, &name, ns, attrs);
+        let id = self.next_id;
+        self.next_id += 1;
+        self.open.push(Open {
+            id,
+            name,
+            ns,
+            out,
+            kept,
+            depth,
+        });
+        Ok(id)
+    }
+
+    /// Inserts an element into the current node without pushing it.
+    fn insert_void(&mut self, name: LocalName, ns: Ns, attrs: Vec<Attribute>) -> Result<u32, Bail> {
+        let (parent, depth) = self.target();
+        self.check_depth(depth)?;
+        self.lay_element(parent, &name, ns, attrs);
+        let id = self.next_id;
+        self.next_id += 1;
+        Ok(id)
+    }
+
+    fn comment(&mut self, text: &str) -> Step {
+        let (parent, depth) = self.target();
+        self.check_depth(depth)?;
+        self.lay_comment(parent, text);
+        Ok(Out::Continue)
+    }
+
+    fn append_text(&mut self, text: &str) -> Result<(), Bail> {
+        let (parent, depth) = self.target();
+        self.check_depth(depth)?;
+        if parent == SKIP {
+            return Ok(());
+        }
+        // Text right after a text sibling joins it: the parser's merging, and the filter's
+        // (what stood between them was left out), as `build::lay_out` does.
+        let chars_len = self.tree.chars.len() as u32;
+        if let Some(last) = self.tree.nodes.last_mut() {
+            if let NodeKind::Text(span) = &mut last.kind {
+                if last.parent == parent && span.end == chars_len {
+                    self.tree.chars.push_str(text);
+                    span.end = self.tree.chars.len() as u32;
+                    return Ok(());
+                }
+            }
+        }
+        let kind = NodeKind::Text(push_str(&mut self.tree.chars, text));
+        self.push_node(parent, kind);
+        Ok(())
+    }
+
+    fn lay_comment(&mut self, parent: u32, text: &str) {
+        if parent == SKIP || self.filter.is_some_and(|f| !f.keeps_comments()) {
+            return;
+        }
+        let kind = NodeKind::Comment(push_str(&mut self.tree.chars, text));
+        self.push_node(parent, kind);
+    }
+
+    /// Lays out an element under `parent` as the filter decides; returns where its children go
+    /// and whether it is a node of the tree.
+    fn lay_element(&mut self, parent: u32, name: &LocalName, ns: Ns, mut attrs: Vec<Attribute>) -> (u32, bool) {
+        if parent == SKIP {
+            return (SKIP, false);
+        }
+        let verdict = match self.filter {
+            Some(filter) => filter.element(name, &mut attrs),
+            None => Verdict::Keep { stripped: 0 },
+        };
+        match verdict {
+            Verdict::Keep { stripped } => {
+                self.filtered.attributes += stripped as u64;
+                let tree = &mut self.tree;
+                let start = tree.attrs.len() as u32;
+                for attr in attrs {
+                    let value = push_str(&mut tree.chars, &attr.value);
+                    tree.attrs.push(Attr {
+                        name: attr_name(attr.name),
+                        value,
+                    });
+                }
+                let attrs = Span {
+                    start,
+                    end: tree.attrs.len() as u32,
+                };
+                let kind = NodeKind::Element(Element {
+                    ns,
+                    name: name.clone(),
+                    attrs,
+                });
+                (self.push_node(parent, kind), true)
+            }
+            Verdict::Drop => {
+                self.filtered.elements += 1;
+                (SKIP, false)
+            }
+            Verdict::Unwrap => {
+                self.filtered.elements += 1;
+                (parent, false)
+            }
+        }
+    }
+
+    fn push_node(&mut self, parent: u32, kind: NodeKind) -> u32 {
+        self.tree.nodes.push(Node { parent, end: 0, kind });
+        self.tree.nodes.len() as u32 - 1
+    }
+}
+
+/// The scopes of "has an element in scope".
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    Default,
+    ListItem,
+    Button,
+    Table,
+}
+
+impl Scope {
+    /// Whether `open` ends the search (html5ever's `tag_sets.rs`).
+    fn bounds(self, open: &Open) -> bool {
+        match open.ns {
+            Ns::Html => match self {
+                Scope::Table => matches!(
+                    open.name,
+                    local_name!("html") | local_name!("table") | local_name!("template")
+                ),
+                _ => {
+                    matches!(
+                        open.name,
+                        local_name!("applet")
+                            | local_name!("caption")
+                            | local_name!("html")
+                            | local_name!("table")
+                            | local_name!("td")
+                            | local_name!("th")
+                            | local_name!("marquee")
+                            | local_name!("object")
+                            | local_name!("select")
+                            | local_name!("template")
+                    ) || (self == Scope::ListItem
+                        && matches!(open.name, local_name!("ol") | local_name!("ul")))
+                        || (self == Scope::Button && open.name == local_name!("button"))
+                }
+            },
+            Ns::Svg => self != Scope::Table && foreign::is_integration_point(&open.name),
+            // MathML never gets this far (the builder bails on `<math>`).
+            Ns::MathMl | Ns::Other => false,
+        }
+    }
+}
+
+fn is_head_body_html_br(name: &LocalName) -> bool {
+    matches!(
+        *name,
+        local_name!("head") | local_name!("body") | local_name!("html") | local_name!("br")
+    )
+}
+
+/// html5ever's `cursory_implied_end`.
+fn is_implied_end(name: &LocalName) -> bool {
+    matches!(
+        *name,
+        local_name!("dd")
+            | local_name!("dt")
+            | local_name!("li")
+            | local_name!("option")
+            | local_name!("optgroup")
+            | local_name!("p")
+            | local_name!("rb")
+            | local_name!("rp")
+            | local_name!("rt")
+            | local_name!("rtc")
+    )
+}
+
+/// The quirks mode a doctype sets, as html5ever's `data::doctype_error_and_quirks` decides it,
+/// for the doctypes real pages use; [`Quirks::Unknown`] for public identifiers not classified
+/// here (none of html5ever's quirky prefixes or matches starts like the four recognised).
+fn quirks(doctype: &Doctype) -> Quirks {
+    const IBM: &str = "http://www.ibm.com/data/dtd/v11/ibmxhtml1-transitional.dtd";
+    if doctype.force_quirks || doctype.name.as_deref() != Some("html") {
+        return Quirks::Full;
+    }
+    let system = doctype.system_id.as_deref();
+    if system.is_some_and(|s| s.eq_ignore_ascii_case(IBM)) {
+        return Quirks::Full;
+    }
+    let Some(public) = doctype.public_id.as_deref() else {
+        return Quirks::No;
+    };
+    let public = public.to_ascii_lowercase();
+    let starts = |prefixes: &[&str]| prefixes.iter().any(|p| public.starts_with(p));
+    if starts(&["-//w3c//dtd xhtml 1.0 frameset//", "-//w3c//dtd xhtml 1.0 transitional//"]) {
+        Quirks::No
+    } else if starts(&["-//w3c//dtd html 4.01 frameset//", "-//w3c//dtd html 4.01 transitional//"]) {
+        if system.is_some() {
+            Quirks::No
+        } else {
+            Quirks::Full
+        }
+    } else {
+        Quirks::Unknown
+    }
+}
