@@ -43,10 +43,17 @@ impl State<'_> {
             | local_name!("script")
             | local_name!("style")
             | local_name!("title") => self.head_start(tag)?.map_err(|_| Bail),
-            local_name!("template")
-            | local_name!("frameset")
-            | local_name!("select")
-            | local_name!("math") => Err(Bail),
+            local_name!("template") | local_name!("frameset") | local_name!("math") => Err(Bail),
+            // The newer rules for `<select>`: an element of the body, not a mode of its own.
+            local_name!("select") => {
+                if self.in_scope_named(Scope::Default, &local_name!("select")) {
+                    self.pop_until_named(&local_name!("select"));
+                } else {
+                    self.reconstruct()?;
+                    self.insert(tag.name, Ns::Html, tag.attrs)?;
+                }
+                Ok(Out::Continue)
+            }
             local_name!("address")
             | local_name!("article")
             | local_name!("aside")
@@ -171,6 +178,9 @@ impl State<'_> {
             | local_name!("keygen")
             | local_name!("wbr")
             | local_name!("input") => {
+                if tag.name == local_name!("input") && self.in_scope_named(Scope::Default, &local_name!("select")) {
+                    self.pop_until_named(&local_name!("select"));
+                }
                 self.reconstruct()?;
                 self.insert_void(tag.name, Ns::Html, tag.attrs)?;
                 Ok(Out::Continue)
@@ -181,6 +191,9 @@ impl State<'_> {
             }
             local_name!("hr") => {
                 self.close_p_in_button_scope();
+                if self.in_scope_named(Scope::Default, &local_name!("select")) {
+                    self.generate_implied_end(None);
+                }
                 self.insert_void(tag.name, Ns::Html, tag.attrs)?;
                 Ok(Out::Continue)
             }
@@ -201,9 +214,11 @@ impl State<'_> {
             local_name!("iframe") | local_name!("noembed") | local_name!("noscript") => {
                 self.raw(tag, RawKind::Rawtext)
             }
-            // No `<select>` is ever open here (the builder bails on it).
             local_name!("option") | local_name!("optgroup") => {
-                if self.current_is(&local_name!("option")) {
+                if self.in_scope_named(Scope::Default, &local_name!("select")) {
+                    let except = (tag.name == local_name!("option")).then_some(local_name!("optgroup"));
+                    self.generate_implied_end(except.as_ref());
+                } else if self.current_is(&local_name!("option")) {
                     self.pop();
                 }
                 self.reconstruct()?;

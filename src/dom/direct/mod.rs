@@ -10,7 +10,7 @@
 //! and has no arena and no layout pass.
 //!
 //! What it does not cover it does not guess: on anything outside its subset (foster parenting,
-//! the adoption agency beyond popping, templates, framesets, `<select>`, MathML, a second
+//! the adoption agency beyond popping, templates, framesets, MathML, a second
 //! `<body>` with attributes, the depth guard, …) it *bails*: it sets a flag, the tokenizer
 //! stops, and [`super::build::parse_filtered`] parses the page again with html5ever. The tests
 //! hold it to the same tree as that path for every input it accepts, so a bail costs time on a
@@ -18,7 +18,8 @@
 //!
 //! Every rule follows html5ever's `tree_builder/rules.rs` (the reference the other path runs),
 //! including where that departs from the specification: scripting is enabled (`<noscript>` is
-//! raw text), and `<select>` is parsed by the newer rules (here: bail).
+//! raw text), and `<select>` is parsed by the newer rules (an element of the body, with no
+//! insertion mode of its own).
 
 mod body;
 mod foreign;

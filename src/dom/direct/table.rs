@@ -88,7 +88,10 @@ impl State<'_> {
                 | local_name!("thead")
                 | local_name!("tr")
                 | local_name!("template") => Ok(Out::Continue),
-                _ => Err(Bail),
+                // html5ever runs the "in body" rules with foster parenting on; only these two
+                // insert a node (a `<p>`, a `<br>`), which would go before the table.
+                local_name!("p") | local_name!("br") => Err(Bail),
+                _ => self.in_body(Tok::End(name)),
             },
             Tok::Eof => self.in_body(Tok::Eof),
         }
