@@ -4,8 +4,9 @@
 
 use html5ever::tokenizer::states::RawKind;
 use html5ever::tokenizer::{Tag, TagKind};
-use markup5ever::{local_name, ns, Attribute, LocalName};
+use markup5ever::{local_name, Attribute, LocalName};
 
+use super::names::{is_heading, is_special};
 use super::{Bail, Formatting, Mode, Ns, Out, Quirks, Scope, State, Step, Tok};
 
 impl State<'_> {
@@ -585,125 +586,8 @@ impl State<'_> {
     }
 }
 
-/// Whether two tags' attributes are equal regardless of order.
+/// Whether two tags' attributes are equal regardless of order. A tag's attribute names are
+/// unique (the tokenizer keeps the first of a name), so equal lengths and containment suffice.
 fn same_attributes(a: &[Attribute], b: &[Attribute]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    if a == b {
-        return true;
-    }
-    let (mut a, mut b) = (a.to_vec(), b.to_vec());
-    a.sort();
-    b.sort();
-    a == b
-}
-
-pub(super) fn is_heading(name: &LocalName) -> bool {
-    matches!(
-        *name,
-        local_name!("h1")
-            | local_name!("h2")
-            | local_name!("h3")
-            | local_name!("h4")
-            | local_name!("h5")
-            | local_name!("h6")
-    )
-}
-
-/// html5ever's `special_tag` set (HTML elements only).
-pub(super) fn is_special(name: &LocalName) -> bool {
-    matches!(
-        *name,
-        local_name!("address")
-            | local_name!("applet")
-            | local_name!("area")
-            | local_name!("article")
-            | local_name!("aside")
-            | local_name!("base")
-            | local_name!("basefont")
-            | local_name!("bgsound")
-            | local_name!("blockquote")
-            | local_name!("body")
-            | local_name!("br")
-            | local_name!("button")
-            | local_name!("caption")
-            | local_name!("center")
-            | local_name!("col")
-            | local_name!("colgroup")
-            | local_name!("dd")
-            | local_name!("details")
-            | local_name!("dir")
-            | local_name!("div")
-            | local_name!("dl")
-            | local_name!("dt")
-            | local_name!("embed")
-            | local_name!("fieldset")
-            | local_name!("figcaption")
-            | local_name!("figure")
-            | local_name!("footer")
-            | local_name!("form")
-            | local_name!("frame")
-            | local_name!("frameset")
-            | local_name!("h1")
-            | local_name!("h2")
-            | local_name!("h3")
-            | local_name!("h4")
-            | local_name!("h5")
-            | local_name!("h6")
-            | local_name!("head")
-            | local_name!("header")
-            | local_name!("hgroup")
-            | local_name!("hr")
-            | local_name!("html")
-            | local_name!("iframe")
-            | local_name!("img")
-            | local_name!("input")
-            | local_name!("isindex")
-            | local_name!("li")
-            | local_name!("link")
-            | local_name!("listing")
-            | local_name!("main")
-            | local_name!("marquee")
-            | local_name!("menu")
-            | local_name!("meta")
-            | local_name!("nav")
-            | local_name!("noembed")
-            | local_name!("noframes")
-            | local_name!("noscript")
-            | local_name!("object")
-            | local_name!("ol")
-            | local_name!("p")
-            | local_name!("param")
-            | local_name!("plaintext")
-            | local_name!("pre")
-            | local_name!("script")
-            | local_name!("section")
-            | local_name!("select")
-            | local_name!("source")
-            | local_name!("style")
-            | local_name!("summary")
-            | local_name!("table")
-            | local_name!("tbody")
-            | local_name!("td")
-            | local_name!("template")
-            | local_name!("textarea")
-            | local_name!("tfoot")
-            | local_name!("th")
-            | local_name!("thead")
-            | local_name!("title")
-            | local_name!("tr")
-            | local_name!("track")
-            | local_name!("ul")
-            | local_name!("wbr")
-            | local_name!("xmp")
-    )
-}
-
-/// Whether an `<input>` is `type=hidden` (which stays in a table).
-pub(super) fn is_type_hidden(tag: &Tag) -> bool {
-    tag.attrs
-        .iter()
-        .find(|a| a.name.ns == ns!() && a.name.local == local_name!("type"))
-        .is_some_and(|a| a.value.eq_ignore_ascii_case("hidden"))
+    a.len() == b.len() && a.iter().all(|x| b.contains(x))
 }

@@ -5,7 +5,7 @@
 
 use markup5ever::{local_name, LocalName};
 
-use super::body::is_type_hidden;
+use super::names::is_type_hidden;
 use super::{split_space, Bail, Formatting, Mode, Ns, Out, Scope, State, Step, Tok};
 
 impl State<'_> {
