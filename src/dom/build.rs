@@ -604,24 +604,29 @@ fn convert(tree: &mut Tree, data: Data<'_>) -> NodeKind {
         Data::Text(text) => NodeKind::Text(push_str(&mut tree.chars, &text)),
         Data::Comment(text) => NodeKind::Comment(push_str(&mut tree.chars, &text)),
         Data::Element { name, attrs, .. } => {
-            let start = tree.attrs.len() as u32;
-            for attr in attrs {
-                let value = push_str(&mut tree.chars, &attr.value);
-                tree.attrs.push(Attr {
-                    name: attr_name(attr.name),
-                    value,
-                });
-            }
-            let attrs = Span {
-                start,
-                end: tree.attrs.len() as u32,
-            };
+            let attrs = push_attrs(tree, attrs);
             NodeKind::Element(Element {
                 ns: namespace(&name.ns),
                 name: name.local.clone(),
                 attrs,
             })
         }
+    }
+}
+
+/// Lays an element's attributes out in the tree; returns their span.
+pub(super) fn push_attrs(tree: &mut Tree, attrs: Vec<Attribute>) -> Span {
+    let start = tree.attrs.len() as u32;
+    for attr in attrs {
+        let value = push_str(&mut tree.chars, &attr.value);
+        tree.attrs.push(Attr {
+            name: attr_name(attr.name),
+            value,
+        });
+    }
+    Span {
+        start,
+        end: tree.attrs.len() as u32,
     }
 }
 
@@ -635,7 +640,7 @@ pub(super) fn push_str(chars: &mut String, text: &str) -> Span {
 }
 
 /// An attribute's name as written: foreign attributes keep their prefix (`xlink:href`).
-pub(super) fn attr_name(name: QualName) -> LocalName {
+fn attr_name(name: QualName) -> LocalName {
     match &name.prefix {
         Some(prefix) => LocalName::from(format!("{}:{}", &**prefix, &*name.local)),
         None => name.local,

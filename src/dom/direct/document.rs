@@ -267,18 +267,22 @@ impl State<'_> {
         }
     }
 
+    /// Text after `</body>` or `</html>`: whitespace goes into the body by its rules, anything
+    /// else sends the parser back to "in body".
+    fn chars_after_body(&mut self, text: &str) -> Step {
+        let (space, rest) = split_space(text);
+        if !space.is_empty() {
+            self.in_body(Tok::Chars(space))?;
+        }
+        if rest.is_empty() {
+            return Ok(Out::Continue);
+        }
+        self.reprocess(Mode::InBody, Tok::Chars(rest))
+    }
+
     pub(super) fn after_body(&mut self, tok: Tok<'_>) -> Step {
         match tok {
-            Tok::Chars(text) => {
-                let (space, rest) = split_space(text);
-                if !space.is_empty() {
-                    self.in_body(Tok::Chars(space))?;
-                }
-                if rest.is_empty() {
-                    return Ok(Out::Continue);
-                }
-                self.reprocess(Mode::InBody, Tok::Chars(rest))
-            }
+            Tok::Chars(text) => self.chars_after_body(text),
             Tok::Comment(text) => {
                 self.check_depth(2)?;
                 self.after_body.push(StrTendril::from_slice(text));
@@ -296,16 +300,7 @@ impl State<'_> {
 
     pub(super) fn after_after_body(&mut self, tok: Tok<'_>) -> Step {
         match tok {
-            Tok::Chars(text) => {
-                let (space, rest) = split_space(text);
-                if !space.is_empty() {
-                    self.in_body(Tok::Chars(space))?;
-                }
-                if rest.is_empty() {
-                    return Ok(Out::Continue);
-                }
-                self.reprocess(Mode::InBody, Tok::Chars(rest))
-            }
+            Tok::Chars(text) => self.chars_after_body(text),
             Tok::Comment(text) => {
                 self.check_depth(1)?;
                 self.after_html.push(StrTendril::from_slice(text));

@@ -36,8 +36,8 @@ use html5ever::tokenizer::{Tag, TagKind, Token, TokenSink, TokenSinkResult};
 use markup5ever::tendril::StrTendril;
 use markup5ever::{local_name, Attribute, LocalName};
 
-use super::build::{attr_name, compute_ends, push_str};
-use super::{Attr, BuildFilter, Element, Filtered, Node, NodeKind, Ns, Span, Tree, Verdict, NONE};
+use super::build::{compute_ends, push_attrs, push_str};
+use super::{BuildFilter, Element, Filtered, Node, NodeKind, Ns, Tree, Verdict, NONE};
 
 /// Parses `html` into a tree (flags and statistics still empty) if every token stays within
 /// this builder's subset; `None` when it bailed and html5ever must build the tree instead.
@@ -518,19 +518,7 @@ impl<'f> State<'f> {
         match verdict {
             Verdict::Keep { stripped } => {
                 self.filtered.attributes += stripped as u64;
-                let tree = &mut self.tree;
-                let start = tree.attrs.len() as u32;
-                for attr in attrs {
-                    let value = push_str(&mut tree.chars, &attr.value);
-                    tree.attrs.push(Attr {
-                        name: attr_name(attr.name),
-                        value,
-                    });
-                }
-                let attrs = Span {
-                    start,
-                    end: tree.attrs.len() as u32,
-                };
+                let attrs = push_attrs(&mut self.tree, attrs);
                 let kind = NodeKind::Element(Element {
                     ns,
                     name: name.clone(),
