@@ -33,10 +33,12 @@ use rustc_hash::FxHashMap;
 
 use markup5ever::local_name;
 
-use super::{Edge, LocalName, NodeId, Tree};
+use super::{Edge, LocalName, NodeId, Ns, Tree};
 use parse::Parser;
+use prefix::PrefixTree;
 
 mod parse;
+mod prefix;
 
 /// The most compound selectors one complex selector may chain: matching recurses once per
 /// compound, and no real selector comes near this.
@@ -118,8 +120,9 @@ struct Compound {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct AttrTest {
-    /// Lower-case attribute name.
-    name: String,
+    /// Lower-case attribute name, interned: an HTML element's attribute is found by comparing
+    /// two numbers.
+    name: LocalName,
     op: AttrOp,
     /// The value to compare with; lower-case when `ignore_case`.
     value: String,
@@ -183,6 +186,7 @@ impl Selector {
     /// [`Selector::is_local`]; `attr` looks up an attribute by its lower-case name. A selector
     /// that is not local never matches here.
     pub fn matches_local<'v>(&self, name: &str, attr: impl Fn(&str) -> Option<&'v str>) -> bool {
+        let attr = |name: &LocalName| attr(name);
         self.local && self.complexes.iter().any(|c| c.compounds[0].matches_local(name, &attr))
     }
 }
@@ -211,8 +215,9 @@ pub fn select_all(tree: &Tree, root: NodeId, sel: &Selector) -> Vec<NodeId> {
 /// that could match it.
 ///
 /// Every complex selector is filed under one key of its subject compound: an id, else a class,
-/// else an attribute name, else a type, else nothing (tested everywhere). An element then
-/// gathers the selectors filed under its own id, classes, attribute names and type. Element
+/// else an attribute name, else the attribute of the compound above it, else a type, else
+/// nothing (tested everywhere). An element then gathers the selectors filed under its own id,
+/// classes, attribute names and type, and those its ancestors' attributes armed. Element
 /// hiding lists are almost all `.class`, `#id` and `tag[attr^=...]` forms, so a page with
 /// hundreds of applicable rules tests a handful per element, and a bare `.class` or `#id`
 /// rule is decided by the lookup itself.
@@ -223,16 +228,27 @@ pub struct SelectorSet {
     by_class: FxHashMap<String, Filed>,
     by_attr: FxHashMap<LocalName, Vec<u32>>,
     /// Selectors filed by a case-sensitive `[attr^=value]` test (lists hold hundreds of
-    /// `a[href^="https://ad-host/"]`), per attribute name, sorted by value: an element finds
-    /// those whose value starts its own in a few binary searches.
-    by_prefix: FxHashMap<LocalName, Vec<(String, u32)>>,
-    /// Selectors whose subject is a bare type or nothing but whose parent is filed by a
-    /// case-sensitive `[attr^=value]` test (`a[href^="https://ad-host/"] > img`: lists hold
-    /// dozens): an element looks them up by its parent's attributes, instead of testing all
-    /// of them on every image.
-    by_parent_prefix: FxHashMap<LocalName, Vec<(String, u32)>>,
+    /// `a[href^="https://ad-host/"]`), per attribute name: an element finds those whose value
+    /// starts its own in one pass over the value's first bytes.
+    by_prefix: FxHashMap<LocalName, PrefixTree>,
+    /// Selectors whose subject is a bare type or nothing, below an element with an attribute
+    /// test (`a[href^="https://ad-host/"] img`, `[data-x] > p`), per the name of that
+    /// attribute: an element whose value passes the test arms them for its descendants, so
+    /// the images of a page are not each tested against every such rule up their ancestors.
+    by_ancestor: FxHashMap<LocalName, Armers>,
     by_tag: FxHashMap<LocalName, Vec<u32>>,
     everywhere: Vec<u32>,
+}
+
+/// The selectors filed under the name of an attribute that arms them (`SelectorSet::by_ancestor`).
+#[derive(Clone, Debug, Default)]
+struct Armers {
+    /// Those whose test is a case-sensitive `^=` or `=` (lists hold dozens of
+    /// `a[href^="https://ad-host/"] img`), by the test's value, which must start the
+    /// attribute's value for the test to pass.
+    keyed: PrefixTree,
+    /// The others.
+    others: Vec<u32>,
 }
 
 /// The selectors filed under one id or class.
@@ -248,7 +264,11 @@ struct Filed {
 impl SelectorSet {
     /// Indexes the complex selectors of all the lists given.
     pub fn new(selectors: impl IntoIterator<Item = Selector>) -> Self {
+        // (prefix, selector) entries, made into `PrefixTree`s at the end.
+        type Entries = Vec<(String, u32)>;
         let mut set = SelectorSet::default();
+        let mut prefixes: FxHashMap<LocalName, Entries> = FxHashMap::default();
+        let mut armers: FxHashMap<LocalName, (Entries, Vec<u32>)> = FxHashMap::default();
         for complex in selectors.into_iter().flat_map(|s| s.complexes) {
             let index = set.complexes.len() as u32;
             let subject = &complex.compounds[0];
@@ -267,15 +287,22 @@ impl SelectorSet {
                 }
                 &mut filed.others
             } else if let Some(attr) = subject.attrs.first().filter(|a| is_prefix_key(a)) {
-                let list = set.by_prefix.entry(LocalName::from(attr.name.as_str())).or_default();
+                let list = prefixes.entry(attr.name.clone()).or_default();
                 list.push((attr.value.clone(), index));
                 set.complexes.push(complex);
                 continue;
             } else if let Some(attr) = subject.attrs.first() {
-                set.by_attr.entry(LocalName::from(attr.name.as_str())).or_default()
-            } else if let Some(attr) = parent_prefix_key(&complex) {
-                let list = set.by_parent_prefix.entry(LocalName::from(attr.name.as_str())).or_default();
-                list.push((attr.value.clone(), index));
+                set.by_attr.entry(attr.name.clone()).or_default()
+            } else if let Some(attr) = ancestor_key(&complex) {
+                let (keyed, others) = armers.entry(attr.name.clone()).or_default();
+                let is_keyed = matches!(attr.op, AttrOp::Prefix | AttrOp::Equals)
+                    && !attr.ignore_case
+                    && !attr.value.is_empty();
+                if is_keyed {
+                    keyed.push((attr.value.clone(), index));
+                } else {
+                    others.push(index);
+                }
                 set.complexes.push(complex);
                 continue;
             } else if let Some(tag) = &subject.tag {
@@ -286,9 +313,11 @@ impl SelectorSet {
             bucket.push(index);
             set.complexes.push(complex);
         }
-        for list in set.by_prefix.values_mut().chain(set.by_parent_prefix.values_mut()) {
-            list.sort_unstable();
-        }
+        set.by_prefix = prefixes.into_iter().map(|(name, list)| (name, PrefixTree::new(list))).collect();
+        set.by_ancestor = armers
+            .into_iter()
+            .map(|(name, (keyed, others))| (name, Armers { keyed: PrefixTree::new(keyed), others }))
+            .collect();
         set
     }
 
@@ -343,7 +372,19 @@ fn walk(sets: &[&SelectorSet], tree: &Tree, root: NodeId, mut on_key: Option<OnK
     }
     let by_name = sets.iter().any(|s| !s.by_prefix.is_empty() || !s.by_attr.is_empty());
     let by_tag = sets.iter().any(|s| !s.by_tag.is_empty());
-    let by_parent = sets.iter().any(|s| !s.by_parent_prefix.is_empty());
+    let by_ancestor = sets.iter().any(|s| !s.by_ancestor.is_empty());
+    // The selectors armed by an open ancestor (see `SelectorSet::by_ancestor`): the end of
+    // that ancestor's subtree, the set and the selector. Ancestors open in document order and
+    // their subtrees nest, so the innermost is on top and leaves first.
+    let mut armed: Vec<(u32, u32, u32)> = Vec::new();
+    let mut scratch = Vec::new();
+    if by_ancestor {
+        let mut above: Vec<NodeId> = std::iter::successors(tree.parent(root), |&p| tree.parent(p)).collect();
+        above.reverse();
+        for ancestor in above {
+            arm(&sets, tree, ancestor, &mut armed, &mut scratch);
+        }
+    }
     let split_classes = on_key.is_some() || sets.iter().any(|s| !s.by_class.is_empty());
     let mut candidates: Vec<Vec<u32>> = vec![Vec::new(); sets.len()];
     for edge in tree.traverse(root) {
@@ -352,7 +393,7 @@ fn walk(sets: &[&SelectorSet], tree: &Tree, root: NodeId, mut on_key: Option<OnK
             continue;
         };
         let mut matched = false;
-        let tag = by_tag.then(|| lowercase(&element.name));
+        let tag = by_tag.then(|| lowercase(&element.name, element.ns));
         for (set, out) in sets.iter().zip(&mut candidates) {
             out.clear();
             out.extend_from_slice(&set.everywhere);
@@ -360,22 +401,21 @@ fn walk(sets: &[&SelectorSet], tree: &Tree, root: NodeId, mut on_key: Option<OnK
                 out.extend_from_slice(hits);
             }
         }
-        if let Some(parent) = tree.parent(id).filter(|_| by_parent) {
-            for (name, value) in tree.attrs(parent) {
-                let name = lowercase(name);
-                for (set, out) in sets.iter().zip(&mut candidates) {
-                    if let Some(list) = set.by_parent_prefix.get(&*name) {
-                        prefixes_of(list, value.as_bytes(), out);
-                    }
-                }
+        if by_ancestor {
+            while armed.last().is_some_and(|&(end, _, _)| end <= id.0) {
+                armed.pop();
             }
+            for &(_, set, index) in &armed {
+                candidates[set as usize].push(index);
+            }
+            arm(&sets, tree, id, &mut armed, &mut scratch);
         }
         for (name, value) in tree.attrs(id) {
             if by_name && !matched {
                 // Keys are interned names, so a lookup hashes a number, not a string: the
                 // element's own names are already atoms, lower case for every HTML name; a
                 // foreign camel-cased one is lowered (and interned) first.
-                let name = lowercase(name);
+                let name = lowercase(name, element.ns);
                 for (set, out) in sets.iter().zip(&mut candidates) {
                     set.gather_by_name(&name, value, out);
                 }
@@ -410,6 +450,35 @@ fn walk(sets: &[&SelectorSet], tree: &Tree, root: NodeId, mut on_key: Option<OnK
     found
 }
 
+/// Pushes the selectors that element `id` arms for its descendants (`SelectorSet::by_ancestor`).
+/// `found` is scratch space.
+fn arm(
+    sets: &[&SelectorSet],
+    tree: &Tree,
+    id: NodeId,
+    armed: &mut Vec<(u32, u32, u32)>,
+    found: &mut Vec<u32>,
+) {
+    let end = tree.nodes[id.index()].end;
+    let ns = tree.element(id).map_or(Ns::Html, |e| e.ns);
+    for (name, value) in tree.attrs(id) {
+        let name = lowercase(name, ns);
+        for (number, set) in sets.iter().enumerate() {
+            let Some(armers) = set.by_ancestor.get(&*name) else {
+                continue;
+            };
+            found.clear();
+            armers.keyed.prefixes_of(value.as_bytes(), found);
+            found.extend_from_slice(&armers.others);
+            for &index in found.iter() {
+                if set.complexes[index as usize].compounds[1].attrs[0].matches_value(value) {
+                    armed.push((end, number as u32, index));
+                }
+            }
+        }
+    }
+}
+
 /// Looks `key` up in the id or class index of every set: true when some set has a bare
 /// selector of that key (the element matches), else the selectors to test join `out`.
 fn gather_key(
@@ -433,8 +502,8 @@ impl SelectorSet {
     /// Collects the indexes of the selectors filed under an attribute of the element, by its
     /// lower-case name and its value.
     fn gather_by_name(&self, name: &LocalName, value: &str, out: &mut Vec<u32>) {
-        if let Some(list) = self.by_prefix.get(name) {
-            prefixes_of(list, value.as_bytes(), out);
+        if let Some(tree) = self.by_prefix.get(name) {
+            tree.prefixes_of(value.as_bytes(), out);
         }
         if let Some(hits) = self.by_attr.get(name) {
             // The test the selector was filed by is checked here, on the value at hand:
@@ -446,13 +515,13 @@ impl SelectorSet {
     }
 }
 
-/// The `[attr^=value]` test of the parent compound of `X[attr^=value] > subject`, for a
-/// selector whose subject has no id, class or attribute to be filed by.
-fn parent_prefix_key(complex: &Complex) -> Option<&AttrTest> {
-    if complex.combinators.first() != Some(&Combinator::Child) {
+/// The first attribute test of the compound right above the subject, reached by a child or
+/// descendant combinator: what arms the selector (see `SelectorSet::by_ancestor`).
+fn ancestor_key(complex: &Complex) -> Option<&AttrTest> {
+    if !matches!(complex.combinators.first(), Some(Combinator::Child | Combinator::Descendant)) {
         return None;
     }
-    complex.compounds.get(1)?.attrs.first().filter(|a| is_prefix_key(a))
+    complex.compounds.get(1)?.attrs.first()
 }
 
 /// Whether an attribute test can be looked up in a sorted list of prefixes.
@@ -460,42 +529,11 @@ fn is_prefix_key(test: &AttrTest) -> bool {
     test.op == AttrOp::Prefix && !test.ignore_case && !test.value.is_empty()
 }
 
-/// Pushes the index of every entry of `list` (sorted by value) whose value is a prefix of
-/// `value`.
-///
-/// The largest entry not above the search bound is either a prefix of `value` (taken, and the
-/// bound drops below it) or shares only its first `l` bytes with `value`, and then no longer
-/// prefix can lie below it, so the bound drops to those `l` bytes. The bound shrinks every
-/// round: a handful of binary searches per value.
-fn prefixes_of(list: &[(String, u32)], value: &[u8], out: &mut Vec<u32>) {
-    let mut bound = value;
-    loop {
-        let end = list.partition_point(|(p, _)| p.as_bytes() <= bound);
-        let Some(last) = end.checked_sub(1) else {
-            return;
-        };
-        let largest = list[last].0.as_bytes();
-        if value.starts_with(largest) {
-            let same = list[..end]
-                .iter()
-                .rev()
-                .take_while(|(p, _)| p.as_bytes() == largest);
-            out.extend(same.map(|&(_, index)| index));
-            bound = &value[..largest.len() - 1];
-        } else {
-            let common = largest
-                .iter()
-                .zip(value)
-                .take_while(|(a, b)| a == b)
-                .count();
-            bound = &value[..common];
-        }
-    }
-}
-
-/// `name` in ASCII lower case: itself when it already is (every HTML name), else interned.
-fn lowercase(name: &LocalName) -> std::borrow::Cow<'_, LocalName> {
-    if !name.bytes().any(|b| b.is_ascii_uppercase()) {
+/// `name`, the name of an element in namespace `ns` or of one of its attributes, in ASCII
+/// lower case: itself when it already is (every name of an HTML element, as parsed), else
+/// interned.
+fn lowercase(name: &LocalName, ns: Ns) -> std::borrow::Cow<'_, LocalName> {
+    if ns == Ns::Html || !name.bytes().any(|b| b.is_ascii_uppercase()) {
         return std::borrow::Cow::Borrowed(name);
     }
     std::borrow::Cow::Owned(LocalName::from(name.to_ascii_lowercase()))
@@ -611,7 +649,7 @@ impl Compound {
         let Some(element) = tree.element(id) else {
             return false;
         };
-        self.matches_parts(&element.name, |name| attr(tree, id, name))
+        self.matches_parts(&element.name, |name| attr(tree, id, element.ns, name))
             && !self.not.iter().any(|negated| negated.matches(tree, id))
             && (!self.first_child || previous_element_sibling(tree, id).is_none())
             && (!self.last_child || next_element_sibling(tree, id).is_none())
@@ -619,20 +657,20 @@ impl Compound {
 
     /// The tests on the element itself: type, id, classes and attributes (not `:not()`, not
     /// the position among siblings). `attr` looks up an attribute by its lower-case name.
-    fn matches_parts<'v>(&self, name: &str, attr: impl Fn(&str) -> Option<&'v str>) -> bool {
+    fn matches_parts<'v>(&self, name: &str, attr: impl Fn(&LocalName) -> Option<&'v str>) -> bool {
         if let Some(tag) = &self.tag {
             if !str::eq_ignore_ascii_case(name, tag) {
                 return false;
             }
         }
         if !self.ids.is_empty() {
-            let own = attr("id");
+            let own = attr(&local_name!("id"));
             if !self.ids.iter().all(|want| own == Some(want.as_str())) {
                 return false;
             }
         }
         if !self.classes.is_empty() {
-            let own = attr("class").unwrap_or("");
+            let own = attr(&local_name!("class")).unwrap_or("");
             let has = |want: &String| own.split(is_ascii_whitespace).any(|t| t == want);
             if !self.classes.iter().all(has) {
                 return false;
@@ -647,17 +685,22 @@ impl Compound {
     }
 
     /// [`Compound::matches`] for a [`Compound::is_local`] compound, from the element's parts.
-    fn matches_local<'v>(&self, name: &str, attr: &impl Fn(&str) -> Option<&'v str>) -> bool {
+    fn matches_local<'v>(&self, name: &str, attr: &impl Fn(&LocalName) -> Option<&'v str>) -> bool {
         self.matches_parts(name, attr) && !self.not.iter().any(|negated| negated.matches_local(name, attr))
     }
 }
 
-/// The value of attribute `name` (lower case), found ASCII case-insensitively because foreign
-/// elements keep camel-cased attribute names.
-fn attr<'t>(tree: &'t Tree, id: NodeId, name: &str) -> Option<&'t str> {
-    tree.attrs(id)
-        .find(|(n, _)| str::eq_ignore_ascii_case(n, name))
-        .map(|(_, v)| v)
+/// The value of attribute `name` (lower case) of an element in namespace `ns`. Attribute names
+/// of HTML elements are lower case as parsed, so the interned names compare; foreign elements
+/// keep camel-cased ones (`viewBox`), found ASCII case-insensitively.
+fn attr<'t>(tree: &'t Tree, id: NodeId, ns: Ns, name: &LocalName) -> Option<&'t str> {
+    let mut attrs = tree.attrs(id);
+    let found = if ns == Ns::Html {
+        attrs.find(|(n, _)| *n == name)
+    } else {
+        attrs.find(|(n, _)| str::eq_ignore_ascii_case(n, name))
+    };
+    found.map(|(_, v)| v)
 }
 
 impl AttrTest {
@@ -859,52 +902,6 @@ mod tests {
     }
 
     #[test]
-    fn prefix_lookup_finds_exactly_the_prefixes() {
-        let values = [
-            "http",
-            "http://a",
-            "http://aa",
-            "http://ab",
-            "http://ab",
-            "http://ab/x",
-            "http://ac",
-            "https://",
-            "//",
-            "/",
-            "http://ab/x/y/z",
-            "zzz",
-        ];
-        let mut list: Vec<(String, u32)> = values
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (v.to_string(), i as u32))
-            .collect();
-        list.sort_unstable();
-        for probe in [
-            "http://ab/x/y",
-            "http://ab",
-            "http://a",
-            "http://b",
-            "https://x",
-            "//cdn",
-            "/p",
-            "h",
-            "",
-            "zzzz",
-            "http://aa/",
-            "http://ab/x/y/z/w",
-        ] {
-            let mut found = Vec::new();
-            prefixes_of(&list, probe.as_bytes(), &mut found);
-            found.sort_unstable();
-            let expected: Vec<u32> = (0..values.len() as u32)
-                .filter(|&i| probe.starts_with(values[i as usize]))
-                .collect();
-            assert_eq!(found, expected, "{probe:?}");
-        }
-    }
-
-    #[test]
     fn prefix_filed_selectors_match_like_the_others() {
         let tree = Tree::parse(
             r#"<a id=a href="https://ads.example/x">1</a><a id=b href="https://ads.example.org/">2</a>
@@ -974,7 +971,7 @@ mod tests {
     }
 
     #[test]
-    fn a_bare_subject_under_a_prefix_keyed_parent_is_looked_up_by_the_parent() {
+    fn a_bare_subject_under_a_prefix_keyed_parent_is_armed_by_the_parent() {
         let tree = Tree::parse(concat!(
             r#"<a id=l1 href="https://ads.example/x"><img id=i1></a>"#,
             r#"<a id=l2 href="https://news.example/"><img id=i2></a>"#,
@@ -986,7 +983,7 @@ mod tests {
                 .map(|s| Selector::parse(s).expect("valid")),
         );
         assert!(set.by_tag.is_empty() && set.everywhere.is_empty());
-        assert_eq!(set.by_parent_prefix.len(), 2);
+        assert_eq!(set.by_ancestor.len(), 2);
         let found: Vec<_> = set
             .matching(&tree, tree.root())
             .into_iter()
@@ -1068,7 +1065,8 @@ mod tests {
         "a[href^='https://ads']", "[data-x^='https://ads.example/']", "[href]", "p", "*:last-child",
         "span + p", ".ad ~ div", "li:not(.x)", "[id=top]", "#x",
         "a[href^='https://ads'] > span", "[data-x^='https://ads.example/'] > p",
-        "a[href^='https://ads.'] > *", "[href^='https://ads'] p",
+        "a[href^='https://ads.'] > *", "[href^='https://ads'] p", "[href='/x'] span",
+        "a[data-x*='ads'] > p", "div[href] *", "[href$='/1'] [href] p",
     ];
 
     proptest::proptest! {
@@ -1083,9 +1081,9 @@ mod tests {
                 list.iter().map(|s| Selector::parse(s).expect("valid")).collect::<Vec<_>>()
             };
             let (first, second) = (parse(&first), parse(&second));
-            let mut expected: Vec<NodeId> = first
+            let singles: Vec<Selector> = first.iter().chain(&second).cloned().collect();
+            let mut expected: Vec<NodeId> = singles
                 .iter()
-                .chain(&second)
                 .flat_map(|sel| select_all(&tree, tree.root(), sel))
                 .collect();
             expected.sort_unstable();
@@ -1100,7 +1098,52 @@ mod tests {
             separate.sort_unstable();
             separate.dedup();
             proptest::prop_assert_eq!(found, separate);
+            // From inside the page, ancestors above the walk's root still count.
+            if let Some(inner) = tree.traverse(tree.root()).find_map(|edge| match edge {
+                Edge::Open(id) if tree.element(id).is_some()
+                    && std::iter::successors(tree.parent(id), |&p| tree.parent(p)).count() >= 4 =>
+                {
+                    Some(id)
+                }
+                _ => None,
+            }) {
+                let mut expected: Vec<NodeId> = singles
+                    .iter()
+                    .flat_map(|sel| select_all(&tree, inner, sel))
+                    .collect();
+                expected.sort_unstable();
+                expected.dedup();
+                let mut found = SelectorSet::matching_any(&sets, &tree, inner, |_, _| {});
+                found.sort_unstable();
+                proptest::prop_assert_eq!(found, expected);
+            }
         }
+    }
+
+    #[test]
+    fn an_ancestor_with_the_attribute_arms_the_rules_below_it() {
+        let tree = Tree::parse(concat!(
+            r#"<div id=out data-x="https://ads.example/"><p id=p0></p>"#,
+            r#"<a id=l1 href="https://ads.example/x"><span><img id=i1></span></a>"#,
+            r#"<a id=l2 href="https://news.example/"><img id=i2></a>"#,
+            r#"</div><img id=i3>"#,
+        ));
+        let set = SelectorSet::new(
+            ["a[href^='https://ads.'] img", "[data-x$='example/'] > p"]
+                .iter()
+                .map(|s| Selector::parse(s).expect("valid")),
+        );
+        assert!(set.by_tag.is_empty() && set.everywhere.is_empty());
+        assert_eq!(set.by_ancestor.len(), 2);
+        let names = |found: Vec<NodeId>| -> Vec<String> {
+            found.iter().map(|&id| tree.attr(id, "id").unwrap_or("-").to_string()).collect()
+        };
+        assert_eq!(names(set.matching(&tree, tree.root())), ["p0", "i1"]);
+        // Walked from inside the link or the div: their own attributes still arm the rules.
+        let span = tree.parent(select_all(&tree, tree.root(), &"#i1".parse().expect("valid"))[0]);
+        assert_eq!(names(set.matching(&tree, span.expect("a parent"))), ["i1"]);
+        let p0 = select_all(&tree, tree.root(), &"#p0".parse().expect("valid"))[0];
+        assert_eq!(names(set.matching(&tree, p0)), ["p0"]);
     }
 
     #[test]

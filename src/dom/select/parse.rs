@@ -7,8 +7,8 @@
 //! write `[width=300]`.
 
 use super::{
-    is_ascii_whitespace, AttrOp, AttrTest, Combinator, Complex, Compound, SelectorErrorKind,
-    MAX_COMPOUNDS,
+    is_ascii_whitespace, AttrOp, AttrTest, Combinator, Complex, Compound, LocalName,
+    SelectorErrorKind, MAX_COMPOUNDS,
 };
 
 type Result<T> = std::result::Result<T, SelectorErrorKind>;
@@ -171,9 +171,10 @@ impl<'a> Parser<'a> {
                 "a namespace prefix in an attribute selector".into(),
             ));
         }
-        let name = self
-            .required_ident("an attribute name after `[`")?
-            .to_ascii_lowercase();
+        let name = LocalName::from(
+            self.required_ident("an attribute name after `[`")?
+                .to_ascii_lowercase(),
+        );
         self.skip_whitespace();
         let op = match self.bump() {
             Some(']') => {
