@@ -38,7 +38,15 @@ pub(super) fn run<S: TokenSink>(html: &str, sink: &S, stop: impl Fn() -> bool) {
     } else {
         html
     };
-    let mut lexer = Lexer { src: html, bytes: html.as_bytes(), buf: StrTendril::from(html), pos: 0, text: None, sink };
+    let mut lexer = Lexer {
+        src: html,
+        bytes: html.as_bytes(),
+        buf: StrTendril::from(html),
+        pos: 0,
+        text: None,
+        sink,
+        names: Names::new(),
+    };
     lexer.data(&stop);
     lexer.flush();
     let _ = sink.process_token(Token::EOFToken, 0);
@@ -54,6 +62,46 @@ struct Lexer<'a, S> {
     pos: usize,
     text: Option<StrTendril>,
     sink: &'a S,
+    names: Names,
+}
+
+/// The tag and attribute names met lately, as written and as interned: a page names `div`,
+/// `a`, `class` and `href` hundreds of times, and interning hashes the name and looks it up
+/// in the static set (or, for names outside it, a set shared by every thread, under a lock).
+/// A small table keyed by the name's bytes turns most of those into one comparison.
+struct Names {
+    /// A name of 1 to 15 bytes packed with its length in the last byte (so never 0), and the
+    /// atom for it, lower-cased; `(0, "")` is an empty slot.
+    slots: [(u128, LocalName); NAME_SLOTS],
+}
+
+/// Slots of [`Names`]: more than the distinct names of most pages.
+const NAME_SLOTS: usize = 64;
+
+impl Names {
+    fn new() -> Names {
+        Names {
+            slots: std::array::from_fn(|_| (0, LocalName::default())),
+        }
+    }
+
+    /// `raw`, a name as written, lower-cased (U+0000 replaced) and interned.
+    fn get(&mut self, raw: &str) -> LocalName {
+        let bytes = raw.as_bytes();
+        if bytes.is_empty() || bytes.len() >= 16 {
+            return LocalName::from(&*lower_name(raw));
+        }
+        let mut packed = [0u8; 16];
+        packed[..bytes.len()].copy_from_slice(bytes);
+        packed[15] = bytes.len() as u8;
+        let key = u128::from_le_bytes(packed);
+        let mixed = (key as u64 ^ (key >> 64) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let slot = &mut self.slots[(mixed >> 58) as usize % NAME_SLOTS];
+        if slot.0 != key {
+            *slot = (key, LocalName::from(&*lower_name(raw)));
+        }
+        slot.1.clone()
+    }
 }
 
 /// How `&` is read: in text, or in an attribute value (where `&amp=` and `&ampx` stay as
@@ -289,7 +337,7 @@ impl<S: TokenSink> Lexer<'_, S> {
         while i < len && !is_space(self.bytes[i]) && self.bytes[i] != b'/' && self.bytes[i] != b'>' {
             i += 1;
         }
-        let name = LocalName::from(&*lower_name(&self.src[start..i]));
+        let name = self.names.get(&self.src[start..i]);
         let mut attrs: Vec<Attribute> = Vec::new();
         let mut self_closing = false;
         self.pos = i;
@@ -351,7 +399,7 @@ impl<S: TokenSink> Lexer<'_, S> {
         while i < len && !matches!(self.bytes[i], b'\t' | b'\n' | b'\x0c' | b' ' | b'/' | b'>' | b'=') {
             i += 1;
         }
-        let name = LocalName::from(&*lower_name(&self.src[start..i]));
+        let name = self.names.get(&self.src[start..i]);
         self.pos = i;
         while self.pos < len && is_space(self.bytes[self.pos]) {
             self.pos += 1;
@@ -710,6 +758,24 @@ fn parse_doctype(src: &str, start: usize) -> (Doctype, usize) {
 mod tests {
     use super::super::{build, NodeKind, Tree, MAX_DEPTH};
     use proptest::prelude::*;
+
+    #[test]
+    fn remembered_names_are_the_names_interned() {
+        let mut names = super::Names::new();
+        let mut written: Vec<String> =
+            ["div", "DIV", "Div", "a", "class", "data-x\0y", "fifteen-bytes-x", "sixteen-bytes-xy"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+        // More names than slots, so that slots are taken over and asked again.
+        written.extend((0..200).map(|i| format!("n{i}")));
+        for round in 0..3 {
+            for raw in &written {
+                let expected = super::LocalName::from(&*super::lower_name(raw));
+                assert_eq!(names.get(raw), expected, "{raw:?} in round {round}");
+            }
+        }
+    }
 
     /// One line per node: depth, kind, name, attributes in order, text.
     fn dump(tree: &Tree) -> String {
