@@ -127,7 +127,28 @@ struct AttrTest {
     /// The value to compare with; lower-case when `ignore_case`.
     value: String,
     ignore_case: bool,
+    /// For a `*=` test, the value's searcher, built once: the lists test each link of a page
+    /// against a dozen `a[href*="..."]`, and a searcher made per call costs more than the search.
+    finder: Option<Finder>,
 }
+
+/// A substring searcher; equal when searching for the same bytes.
+#[derive(Clone, Debug)]
+struct Finder(memchr::memmem::Finder<'static>);
+
+impl Finder {
+    fn new(needle: &str) -> Finder {
+        Finder(memchr::memmem::Finder::new(needle.as_bytes()).into_owned())
+    }
+}
+
+impl PartialEq for Finder {
+    fn eq(&self, other: &Finder) -> bool {
+        self.0.needle() == other.0.needle()
+    }
+}
+
+impl Eq for Finder {}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum AttrOp {
@@ -226,29 +247,54 @@ pub struct SelectorSet {
     complexes: Vec<Complex>,
     by_id: FxHashMap<String, Filed>,
     by_class: FxHashMap<String, Filed>,
-    by_attr: FxHashMap<LocalName, Vec<u32>>,
-    /// Selectors filed by a case-sensitive `[attr^=value]` test (lists hold hundreds of
-    /// `a[href^="https://ad-host/"]`), per attribute name: an element finds those whose value
-    /// starts its own in one pass over the value's first bytes.
-    by_prefix: FxHashMap<LocalName, PrefixTree>,
-    /// Selectors whose subject is a bare type or nothing, below an element with an attribute
-    /// test (`a[href^="https://ad-host/"] img`, `[data-x] > p`), per the name of that
-    /// attribute: an element whose value passes the test arms them for its descendants, so
-    /// the images of a page are not each tested against every such rule up their ancestors.
-    by_ancestor: FxHashMap<LocalName, Armers>,
+    /// Selectors filed by an attribute test, of their subject or of the compound above it,
+    /// per attribute name: one lookup per attribute of an element finds both.
+    by_name: FxHashMap<LocalName, ByName>,
     by_tag: FxHashMap<LocalName, Vec<u32>>,
     everywhere: Vec<u32>,
 }
 
-/// The selectors filed under the name of an attribute that arms them (`SelectorSet::by_ancestor`).
+/// The selectors filed under one attribute name.
 #[derive(Clone, Debug, Default)]
-struct Armers {
-    /// Those whose test is a case-sensitive `^=` or `=` (lists hold dozens of
-    /// `a[href^="https://ad-host/"] img`), by the test's value, which must start the
-    /// attribute's value for the test to pass.
+struct ByName {
+    /// Selectors whose subject's first test is on the attribute (`a[href^="https://ad-host/"]`,
+    /// lists hold hundreds): gathered when an element's value passes.
+    subject: ByValue,
+    /// Selectors whose subject is a bare type or nothing, below a compound whose first test
+    /// is on the attribute (`a[href^="https://ad-host/"] img`, `[data-x] > p`): an element
+    /// whose value passes arms them for its descendants, so the images of a page are not
+    /// each tested against every such rule up their ancestors.
+    ancestor: ByValue,
+}
+
+/// Selectors filed by one test on an attribute's value.
+#[derive(Clone, Debug, Default)]
+struct ByValue {
+    /// Those whose test is a case-sensitive, non-empty `^=` or `=`, by the test's value, which
+    /// must start the attribute's for the test to pass: a radix tree finds the few to test.
     keyed: PrefixTree,
-    /// The others.
+    /// The others, each tested.
     others: Vec<u32>,
+}
+
+impl ByValue {
+    /// Pushes the selectors whose test passes on `value`; the test is the first attribute test
+    /// of compound `compound` of each.
+    fn passing(&self, complexes: &[Complex], compound: usize, value: &str, out: &mut Vec<u32>) {
+        let passes = |c: u32| complexes[c as usize].compounds[compound].attrs[0].matches_value(value);
+        let start = out.len();
+        self.keyed.prefixes_of(value.as_bytes(), out);
+        let mut kept = start;
+        for at in start..out.len() {
+            let c = out[at];
+            if passes(c) {
+                out[kept] = c;
+                kept += 1;
+            }
+        }
+        out.truncate(kept);
+        out.extend(self.others.iter().copied().filter(|&c| passes(c)));
+    }
 }
 
 /// The selectors filed under one id or class.
@@ -264,11 +310,11 @@ struct Filed {
 impl SelectorSet {
     /// Indexes the complex selectors of all the lists given.
     pub fn new(selectors: impl IntoIterator<Item = Selector>) -> Self {
-        // (prefix, selector) entries, made into `PrefixTree`s at the end.
-        type Entries = Vec<(String, u32)>;
+        // Per attribute name, subject then ancestor: the (value, selector) entries of keyed
+        // tests, made into radix trees at the end, and the other selectors.
+        type Lists = [(Vec<(String, u32)>, Vec<u32>); 2];
         let mut set = SelectorSet::default();
-        let mut prefixes: FxHashMap<LocalName, Entries> = FxHashMap::default();
-        let mut armers: FxHashMap<LocalName, (Entries, Vec<u32>)> = FxHashMap::default();
+        let mut by_name: FxHashMap<LocalName, Lists> = FxHashMap::default();
         for complex in selectors.into_iter().flat_map(|s| s.complexes) {
             let index = set.complexes.len() as u32;
             let subject = &complex.compounds[0];
@@ -286,19 +332,11 @@ impl SelectorSet {
                     continue;
                 }
                 &mut filed.others
-            } else if let Some(attr) = subject.attrs.first().filter(|a| is_prefix_key(a)) {
-                let list = prefixes.entry(attr.name.clone()).or_default();
-                list.push((attr.value.clone(), index));
-                set.complexes.push(complex);
-                continue;
-            } else if let Some(attr) = subject.attrs.first() {
-                set.by_attr.entry(attr.name.clone()).or_default()
-            } else if let Some(attr) = ancestor_key(&complex) {
-                let (keyed, others) = armers.entry(attr.name.clone()).or_default();
-                let is_keyed = matches!(attr.op, AttrOp::Prefix | AttrOp::Equals)
-                    && !attr.ignore_case
-                    && !attr.value.is_empty();
-                if is_keyed {
+            } else if let Some((which, attr)) = subject.attrs.first().map(|a| (0, a)).or_else(|| {
+                ancestor_key(&complex).map(|a| (1, a))
+            }) {
+                let (keyed, others) = &mut by_name.entry(attr.name.clone()).or_default()[which];
+                if is_value_key(attr) {
                     keyed.push((attr.value.clone(), index));
                 } else {
                     others.push(index);
@@ -313,10 +351,12 @@ impl SelectorSet {
             bucket.push(index);
             set.complexes.push(complex);
         }
-        set.by_prefix = prefixes.into_iter().map(|(name, list)| (name, PrefixTree::new(list))).collect();
-        set.by_ancestor = armers
+        let by_value = |(keyed, others)| ByValue { keyed: PrefixTree::new(keyed), others };
+        set.by_name = by_name
             .into_iter()
-            .map(|(name, (keyed, others))| (name, Armers { keyed: PrefixTree::new(keyed), others }))
+            .map(|(name, [subject, ancestor])| {
+                (name, ByName { subject: by_value(subject), ancestor: by_value(ancestor) })
+            })
             .collect();
         set
     }
@@ -370,19 +410,27 @@ fn walk(sets: &[&SelectorSet], tree: &Tree, root: NodeId, mut on_key: Option<OnK
     if sets.is_empty() && on_key.is_none() {
         return found;
     }
-    let by_name = sets.iter().any(|s| !s.by_prefix.is_empty() || !s.by_attr.is_empty());
+    let by_name = sets.iter().any(|s| !s.by_name.is_empty());
     let by_tag = sets.iter().any(|s| !s.by_tag.is_empty());
-    let by_ancestor = sets.iter().any(|s| !s.by_ancestor.is_empty());
-    // The selectors armed by an open ancestor (see `SelectorSet::by_ancestor`): the end of
-    // that ancestor's subtree, the set and the selector. Ancestors open in document order and
+    // The selectors armed by an open ancestor (see `ByName::ancestor`): the end of that
+    // ancestor's subtree, the set and the selector. Ancestors open in document order and
     // their subtrees nest, so the innermost is on top and leaves first.
     let mut armed: Vec<(u32, u32, u32)> = Vec::new();
     let mut scratch = Vec::new();
-    if by_ancestor {
+    if by_name {
         let mut above: Vec<NodeId> = std::iter::successors(tree.parent(root), |&p| tree.parent(p)).collect();
         above.reverse();
         for ancestor in above {
-            arm(&sets, tree, ancestor, &mut armed, &mut scratch);
+            let ns = tree.element(ancestor).map_or(Ns::Html, |e| e.ns);
+            for (name, value) in tree.attrs(ancestor) {
+                let name = lowercase(name, ns);
+                for (number, set) in sets.iter().enumerate() {
+                    if let Some(filed) = set.by_name.get(&*name) {
+                        let at = (tree.nodes[ancestor.index()].end, number as u32);
+                        arm(&filed.ancestor, &set.complexes, value, at, &mut armed, &mut scratch);
+                    }
+                }
+            }
         }
     }
     let split_classes = on_key.is_some() || sets.iter().any(|s| !s.by_class.is_empty());
@@ -401,23 +449,29 @@ fn walk(sets: &[&SelectorSet], tree: &Tree, root: NodeId, mut on_key: Option<OnK
                 out.extend_from_slice(hits);
             }
         }
-        if by_ancestor {
+        if by_name {
             while armed.last().is_some_and(|&(end, _, _)| end <= id.0) {
                 armed.pop();
             }
             for &(_, set, index) in &armed {
                 candidates[set as usize].push(index);
             }
-            arm(&sets, tree, id, &mut armed, &mut scratch);
         }
         for (name, value) in tree.attrs(id) {
-            if by_name && !matched {
+            if by_name {
                 // Keys are interned names, so a lookup hashes a number, not a string: the
                 // element's own names are already atoms, lower case for every HTML name; a
                 // foreign camel-cased one is lowered (and interned) first.
                 let name = lowercase(name, element.ns);
-                for (set, out) in sets.iter().zip(&mut candidates) {
-                    set.gather_by_name(&name, value, out);
+                for (number, (set, out)) in sets.iter().zip(&mut candidates).enumerate() {
+                    let Some(filed) = set.by_name.get(&*name) else {
+                        continue;
+                    };
+                    if !matched {
+                        filed.subject.passing(&set.complexes, 0, value, out);
+                    }
+                    let at = (tree.nodes[id.index()].end, number as u32);
+                    arm(&filed.ancestor, &set.complexes, value, at, &mut armed, &mut scratch);
                 }
             }
             if *name == local_name!("id") {
@@ -450,33 +504,20 @@ fn walk(sets: &[&SelectorSet], tree: &Tree, root: NodeId, mut on_key: Option<OnK
     found
 }
 
-/// Pushes the selectors that element `id` arms for its descendants (`SelectorSet::by_ancestor`).
-/// `found` is scratch space.
+/// Arms the selectors of `filed` (`ByName::ancestor`) that an attribute of value `value`
+/// passes, for the descendants of its element: `at` is the end of the element's subtree and
+/// the set's number in the walk. `found` is scratch space.
 fn arm(
-    sets: &[&SelectorSet],
-    tree: &Tree,
-    id: NodeId,
+    filed: &ByValue,
+    complexes: &[Complex],
+    value: &str,
+    at: (u32, u32),
     armed: &mut Vec<(u32, u32, u32)>,
     found: &mut Vec<u32>,
 ) {
-    let end = tree.nodes[id.index()].end;
-    let ns = tree.element(id).map_or(Ns::Html, |e| e.ns);
-    for (name, value) in tree.attrs(id) {
-        let name = lowercase(name, ns);
-        for (number, set) in sets.iter().enumerate() {
-            let Some(armers) = set.by_ancestor.get(&*name) else {
-                continue;
-            };
-            found.clear();
-            armers.keyed.prefixes_of(value.as_bytes(), found);
-            found.extend_from_slice(&armers.others);
-            for &index in found.iter() {
-                if set.complexes[index as usize].compounds[1].attrs[0].matches_value(value) {
-                    armed.push((end, number as u32, index));
-                }
-            }
-        }
-    }
+    found.clear();
+    filed.passing(complexes, 1, value, found);
+    armed.extend(found.iter().map(|&index| (at.0, at.1, index)));
 }
 
 /// Looks `key` up in the id or class index of every set: true when some set has a bare
@@ -498,25 +539,8 @@ fn gather_key(
     false
 }
 
-impl SelectorSet {
-    /// Collects the indexes of the selectors filed under an attribute of the element, by its
-    /// lower-case name and its value.
-    fn gather_by_name(&self, name: &LocalName, value: &str, out: &mut Vec<u32>) {
-        if let Some(tree) = self.by_prefix.get(name) {
-            tree.prefixes_of(value.as_bytes(), out);
-        }
-        if let Some(hits) = self.by_attr.get(name) {
-            // The test the selector was filed by is checked here, on the value at hand:
-            // lists file hundreds of `a[href^="https://ad-host/"]` under `href`.
-            let key_test =
-                |&&c: &&u32| self.complexes[c as usize].compounds[0].attrs[0].matches_value(value);
-            out.extend(hits.iter().filter(key_test));
-        }
-    }
-}
-
 /// The first attribute test of the compound right above the subject, reached by a child or
-/// descendant combinator: what arms the selector (see `SelectorSet::by_ancestor`).
+/// descendant combinator: what arms the selector (see `ByName::ancestor`).
 fn ancestor_key(complex: &Complex) -> Option<&AttrTest> {
     if !matches!(complex.combinators.first(), Some(Combinator::Child | Combinator::Descendant)) {
         return None;
@@ -524,9 +548,10 @@ fn ancestor_key(complex: &Complex) -> Option<&AttrTest> {
     complex.compounds.get(1)?.attrs.first()
 }
 
-/// Whether an attribute test can be looked up in a sorted list of prefixes.
-fn is_prefix_key(test: &AttrTest) -> bool {
-    test.op == AttrOp::Prefix && !test.ignore_case && !test.value.is_empty()
+/// Whether an attribute test can be filed in a radix tree by its value: it passes only where
+/// its value starts the attribute's.
+fn is_value_key(test: &AttrTest) -> bool {
+    matches!(test.op, AttrOp::Prefix | AttrOp::Equals) && !test.ignore_case && !test.value.is_empty()
 }
 
 /// `name`, the name of an element in namespace `ns` or of one of its attributes, in ASCII
@@ -733,7 +758,13 @@ impl AttrTest {
             }
             AttrOp::Prefix => !want.is_empty() && value.starts_with(want),
             AttrOp::Suffix => !want.is_empty() && value.ends_with(want),
-            AttrOp::Substring => !want.is_empty() && value.contains(want),
+            AttrOp::Substring => {
+                !want.is_empty()
+                    && match &self.finder {
+                        Some(finder) => finder.0.find(value.as_bytes()).is_some(),
+                        None => value.contains(want),
+                    }
+            }
         }
     }
 }
@@ -983,7 +1014,7 @@ mod tests {
                 .map(|s| Selector::parse(s).expect("valid")),
         );
         assert!(set.by_tag.is_empty() && set.everywhere.is_empty());
-        assert_eq!(set.by_ancestor.len(), 2);
+        assert_eq!(set.by_name.len(), 2);
         let found: Vec<_> = set
             .matching(&tree, tree.root())
             .into_iter()
@@ -1134,7 +1165,7 @@ mod tests {
                 .map(|s| Selector::parse(s).expect("valid")),
         );
         assert!(set.by_tag.is_empty() && set.everywhere.is_empty());
-        assert_eq!(set.by_ancestor.len(), 2);
+        assert_eq!(set.by_name.len(), 2);
         let names = |found: Vec<NodeId>| -> Vec<String> {
             found.iter().map(|&id| tree.attr(id, "id").unwrap_or("-").to_string()).collect()
         };

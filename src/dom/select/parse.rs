@@ -7,7 +7,7 @@
 //! write `[width=300]`.
 
 use super::{
-    is_ascii_whitespace, AttrOp, AttrTest, Combinator, Complex, Compound, LocalName,
+    is_ascii_whitespace, AttrOp, AttrTest, Combinator, Complex, Compound, Finder, LocalName,
     SelectorErrorKind, MAX_COMPOUNDS,
 };
 
@@ -183,6 +183,7 @@ impl<'a> Parser<'a> {
                     op: AttrOp::Exists,
                     value: String::new(),
                     ignore_case: false,
+                    finder: None,
                 })
             }
             Some('=') => AttrOp::Equals,
@@ -212,11 +213,13 @@ impl<'a> Parser<'a> {
         } else {
             value
         };
+        let finder = (op == AttrOp::Substring && !value.is_empty()).then(|| Finder::new(&value));
         Ok(AttrTest {
             name,
             op,
             value,
             ignore_case,
+            finder,
         })
     }
 
