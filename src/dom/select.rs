@@ -29,6 +29,8 @@
 //! restart rules browsers use, so `a b c d` on a deep page does not backtrack exponentially; the
 //! recursion depth is bounded by [`MAX_COMPOUNDS`], never by the document.
 
+use std::borrow::Cow;
+
 use rustc_hash::FxHashMap;
 
 use markup5ever::local_name;
@@ -731,40 +733,51 @@ fn attr<'t>(tree: &'t Tree, id: NodeId, ns: Ns, name: &LocalName) -> Option<&'t 
 impl AttrTest {
     /// Whether an attribute of this test's name, with this value, passes the test.
     fn matches_value(&self, value: &str) -> bool {
-        if self.op == AttrOp::Exists {
-            return true;
-        }
-        let lowered;
-        let value = if self.ignore_case && value.bytes().any(|b| b.is_ascii_uppercase()) {
-            lowered = value.to_ascii_lowercase();
-            lowered.as_str()
-        } else {
-            value
-        };
         let want = self.value.as_str();
+        // `want` is lowercase when `ignore_case`: comparing ASCII case-insensitively is the
+        // same as lowering `value` first, without the scan and the copy (`=` and `~=` are tried
+        // on every `<meta>` and `<link>` of a page).
         match self.op {
             AttrOp::Exists => true,
+            AttrOp::Equals if self.ignore_case => value.eq_ignore_ascii_case(want),
             AttrOp::Equals => value == want,
+            // On bytes: splitting at ASCII spaces cuts no character.
             AttrOp::Includes => {
+                let is_space = |b: &u8| is_ascii_whitespace(char::from(*b));
+                let is_want = |token: &[u8]| match self.ignore_case {
+                    true => token.eq_ignore_ascii_case(want.as_bytes()),
+                    false => token == want.as_bytes(),
+                };
                 !want.is_empty()
-                    && !want.contains(is_ascii_whitespace)
-                    && value.split(is_ascii_whitespace).any(|t| t == want)
+                    && !want.as_bytes().iter().any(is_space)
+                    && value.as_bytes().split(is_space).any(is_want)
             }
             AttrOp::DashMatch => {
+                let value = self.folded(value);
                 value == want
                     || value
                         .strip_prefix(want)
                         .is_some_and(|rest| rest.starts_with('-'))
             }
-            AttrOp::Prefix => !want.is_empty() && value.starts_with(want),
-            AttrOp::Suffix => !want.is_empty() && value.ends_with(want),
+            AttrOp::Prefix => !want.is_empty() && self.folded(value).starts_with(want),
+            AttrOp::Suffix => !want.is_empty() && self.folded(value).ends_with(want),
             AttrOp::Substring => {
+                let value = self.folded(value);
                 !want.is_empty()
                     && match &self.finder {
                         Some(finder) => finder.0.find(value.as_bytes()).is_some(),
                         None => value.contains(want),
                     }
             }
+        }
+    }
+
+    /// `value` as the test compares it: lowercase when `ignore_case`.
+    fn folded<'v>(&self, value: &'v str) -> Cow<'v, str> {
+        if self.ignore_case && value.bytes().any(|b| b.is_ascii_uppercase()) {
+            Cow::Owned(value.to_ascii_lowercase())
+        } else {
+            Cow::Borrowed(value)
         }
     }
 }

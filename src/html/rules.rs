@@ -90,6 +90,19 @@ impl AttrPattern {
             AttrPattern::Prefix(prefix) => name.starts_with(prefix.as_str()),
         }
     }
+
+    /// [`AttrPattern::is_match`] on `name` in any case. The pattern is lowercase, so this is
+    /// the same as lowering the name first, without the copy a camel-cased SVG name would cost.
+    #[inline]
+    pub(crate) fn is_match_any_case(&self, name: &str) -> bool {
+        match self {
+            AttrPattern::Exact(exact) => name.eq_ignore_ascii_case(exact),
+            AttrPattern::Prefix(prefix) => name
+                .as_bytes()
+                .get(..prefix.len())
+                .is_some_and(|head| head.eq_ignore_ascii_case(prefix.as_bytes())),
+        }
+    }
 }
 
 /// Why a rule file could not be used.

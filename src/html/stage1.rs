@@ -33,6 +33,7 @@ use lol_html::send::{
     DocumentContentHandlers, Element, ElementContentHandlers, HtmlRewriter, Settings,
 };
 use lol_html::{HandlerResult, MemorySettings, OutputSink, Selector};
+use markup5ever::local_name;
 
 use super::charset;
 use super::rules::{AttrPattern, Rule, RuleSet};
@@ -473,11 +474,14 @@ pub struct TreeRules {
     streaming: Option<RuleSet>,
     /// The rules with a selector, when the tree builder applies them.
     rules: Vec<TreeRule>,
-    /// Indexes into `rules` by the element name their selector requires.
-    by_tag: FxHashMap<String, Vec<usize>>,
+    /// Indexes into `rules` by the element name their selector requires (lowercase). Keyed by
+    /// the interned name, so that looking an element up hashes and compares one word.
+    by_tag: FxHashMap<LocalName, Vec<usize>>,
     /// Indexes of rules whose selector matches elements of any name.
     any_tag: Vec<usize>,
     pass: AttrPass,
+    /// [`initials`] of the attribute-wide patterns.
+    initials: [bool; 256],
     remove_comments: bool,
 }
 
@@ -517,6 +521,7 @@ impl TreeRules {
                     rules: Vec::new(),
                     by_tag: FxHashMap::default(),
                     any_tag: Vec::new(),
+                    initials: initials(&pass.patterns),
                     pass,
                     remove_comments: false,
                 };
@@ -527,13 +532,13 @@ impl TreeRules {
                 Rule::StripAttr { patterns, .. } => TreeRule::StripAttr(selector, Arc::clone(patterns)),
             });
         }
-        let (mut by_tag, mut any_tag) = (FxHashMap::<String, Vec<usize>>::default(), Vec::new());
+        let (mut by_tag, mut any_tag) = (FxHashMap::<LocalName, Vec<usize>>::default(), Vec::new());
         for (index, rule) in rules.iter().enumerate() {
             match rule.selector().subject_tags() {
                 Some(mut tags) => {
                     tags.dedup();
                     for tag in tags {
-                        by_tag.entry(tag.to_string()).or_default().push(index);
+                        by_tag.entry(LocalName::from(tag)).or_default().push(index);
                     }
                 }
                 None => any_tag.push(index),
@@ -544,7 +549,8 @@ impl TreeRules {
             list.sort_unstable();
             list.dedup();
         }
-        TreeRules { streaming: None, rules, by_tag, any_tag, pass, remove_comments: set.removes_comments() }
+        let initials = initials(&pass.patterns);
+        TreeRules { streaming: None, rules, by_tag, any_tag, pass, initials, remove_comments: set.removes_comments() }
     }
 
     /// Runs what lol_html still does of the rules, if anything: the page to parse with
@@ -566,14 +572,16 @@ impl TreeRules {
     /// work and the `strip-attr … in` rules that match it.
     fn decide(&self, element: &LocalName, attrs: &mut Vec<markup5ever::Attribute>) -> Verdict {
         let tag: &str = element;
-        let lower; // foreign elements keep camel-cased names (`foreignObject`)
-        let key = if tag.bytes().any(|b| b.is_ascii_uppercase()) {
-            lower = tag.to_ascii_lowercase();
-            &lower
-        } else {
-            tag
+        let candidates = match self.by_tag.get(element) {
+            Some(list) => list.as_slice(),
+            // Foreign elements keep camel-cased names (`foreignObject`); the keys are lowercase.
+            None if tag.bytes().any(|b| b.is_ascii_uppercase()) => self
+                .by_tag
+                .iter()
+                .find(|(key, _)| str::eq_ignore_ascii_case(key, tag))
+                .map_or(&self.any_tag[..], |(_, list)| list.as_slice()),
+            None => &self.any_tag,
         };
-        let candidates = self.by_tag.get(key).map_or(&self.any_tag[..], Vec::as_slice);
         // Selectors are matched on the attributes as parsed, before any rule strips one.
         let mut strip: Vec<&Arc<[AttrPattern]>> = Vec::new();
         for &index in candidates {
@@ -587,15 +595,15 @@ impl TreeRules {
                 TreeRule::StripAttr(_, patterns) => strip.push(patterns),
             }
         }
-        if tag == "meta" {
+        if *element == local_name!("meta") {
             declare_utf8_in_tree(attrs);
         }
-        let Verdict::Keep { mut stripped } = self.pass.in_tree(element, attrs) else {
+        let Verdict::Keep { mut stripped } = self.pass.in_tree(element, attrs, &self.initials) else {
             return Verdict::Drop;
         };
         for patterns in strip {
             let before = attrs.len();
-            attrs.retain(|a| !patterns.iter().any(|p| p.is_match(&attribute_name(&a.name))));
+            attrs.retain(|a| !is_named_by(patterns, &a.name));
             stripped += before - attrs.len();
         }
         Verdict::Keep { stripped }
@@ -605,7 +613,7 @@ impl TreeRules {
 impl BuildFilter for TreeRules {
     fn element(&self, element: &LocalName, attrs: &mut Vec<markup5ever::Attribute>) -> Verdict {
         if self.streaming.is_some() {
-            self.pass.in_tree(element, attrs)
+            self.pass.in_tree(element, attrs, &self.initials)
         } else {
             self.decide(element, attrs)
         }
@@ -619,28 +627,88 @@ impl BuildFilter for TreeRules {
 impl AttrPass {
     /// The attribute-wide work on an element of a tree being built: `Drop` when
     /// `remove-hidden` hides it, else the attributes to strip go.
-    fn in_tree(&self, element: &LocalName, attrs: &mut Vec<markup5ever::Attribute>) -> Verdict {
+    /// `initials` are those of the patterns ([`initials`]).
+    fn in_tree(&self, element: &LocalName, attrs: &mut Vec<markup5ever::Attribute>, initials: &[bool; 256]) -> Verdict {
         if attrs.is_empty() {
             return Verdict::Keep { stripped: 0 };
         }
         if self.remove_hidden
-            && !matches!(&**element, "html" | "body")
-            && attrs.iter().any(|a| a.name.prefix.is_none() && hides(&a.name.local, &a.value))
+            && !matches!(*element, local_name!("html") | local_name!("body"))
+            && attrs.iter().any(|a| hides_in_tree(&a.name, &a.value))
         {
             return Verdict::Drop;
         }
+        // Looked up once per element: most elements hold no URL that runs.
+        let url_names = if self.schemes.is_empty() { &[][..] } else { url_attributes(element) };
         let before = attrs.len();
         attrs.retain(|a| {
-            let name = attribute_name(&a.name);
-            let strip = self.patterns.iter().any(|p| p.is_match(&name))
-                || (!self.schemes.is_empty()
-                    && is_url_attribute(&name)
-                    && URL_TARGETS.contains(&(&**element, &*name))
-                    && decoded_url_scheme(&a.value).is_some_and(|s| self.schemes.contains(&s)));
+            let strip = (might_be_named_by(initials, &a.name) && is_named_by(&self.patterns, &a.name))
+                || (url_names.iter().any(|name| has_name(&a.name, name))
+                    && decoded_url_scheme(&a.value).is_some_and(|s| self.schemes.iter().any(|x| **x == *s)));
             !strip
         });
         Verdict::Keep { stripped: before - attrs.len() }
     }
+}
+
+/// The attributes [`URL_TARGETS`] lists for an element, found by its interned name (a tree's
+/// elements skip the search of the pairs; a test keeps the two lists in step).
+fn url_attributes(element: &LocalName) -> &'static [&'static str] {
+    match *element {
+        local_name!("a") => &["href", "xlink:href"],
+        local_name!("area") => &["href"],
+        local_name!("form") => &["action"],
+        local_name!("button") | local_name!("input") => &["formaction"],
+        local_name!("iframe") | local_name!("frame") | local_name!("embed") => &["src"],
+        local_name!("object") => &["data", "codebase"],
+        local_name!("applet") => &["codebase"],
+        _ => &[],
+    }
+}
+
+/// Which first bytes (lowercase) the names `patterns` match can start with: one lookup rules
+/// out most names (`class`, `href`, `id`) before the patterns are tried one by one.
+fn initials(patterns: &[AttrPattern]) -> [bool; 256] {
+    let mut table = [false; 256];
+    for pattern in patterns {
+        let (AttrPattern::Exact(text) | AttrPattern::Prefix(text)) = pattern;
+        match text.as_bytes().first() {
+            Some(&first) => table[usize::from(first)] = true,
+            // An empty prefix matches every name.
+            None => return [true; 256],
+        }
+    }
+    table
+}
+
+/// False when no pattern with these [`initials`] can match the attribute's name. A name with
+/// a prefix (`xlink:href`) is always tried.
+fn might_be_named_by(initials: &[bool; 256], name: &markup5ever::QualName) -> bool {
+    name.prefix.is_some()
+        || name.local.as_bytes().first().is_none_or(|&first| initials[usize::from(first.to_ascii_lowercase())])
+}
+
+/// Whether an attribute's name, read as [`attribute_name`] reads it, matches one of `patterns`.
+/// A name without a prefix (nearly all) is matched in place, with no lowercase copy.
+fn is_named_by(patterns: &[AttrPattern], name: &markup5ever::QualName) -> bool {
+    match &name.prefix {
+        None => {
+            let local: &str = &name.local;
+            patterns.iter().any(|p| p.is_match_any_case(local))
+        }
+        Some(_) => {
+            let name = attribute_name(name);
+            patterns.iter().any(|p| p.is_match(&name))
+        }
+    }
+}
+
+/// [`hides`] for an attribute of a tree: only unprefixed `hidden` and `style` can hide, which
+/// interned names tell apart without reading the name.
+fn hides_in_tree(name: &markup5ever::QualName, value: &str) -> bool {
+    name.prefix.is_none()
+        && matches!(name.local, local_name!("hidden") | local_name!("style"))
+        && hides(&name.local, value)
 }
 
 /// Whether an attribute name is one of [`URL_TARGETS`]' attributes: a cheap test on the name
@@ -651,7 +719,24 @@ fn is_url_attribute(name: &str) -> bool {
 
 /// The value of an element's attribute by its lower-case name (with its prefix, if any).
 fn attribute<'a>(attrs: &'a [markup5ever::Attribute], name: &str) -> Option<&'a str> {
-    attrs.iter().find(|a| attribute_name(&a.name).eq_ignore_ascii_case(name)).map(|a| &*a.value)
+    attrs.iter().find(|a| has_name(&a.name, name)).map(|a| &*a.value)
+}
+
+/// Whether an attribute is called `name` (lowercase), as [`attribute_name`] reads it, compared
+/// in place: `prefix:local`, the local part in any case.
+#[inline]
+fn has_name(qual: &markup5ever::QualName, name: &str) -> bool {
+    let local: &str = &qual.local;
+    match &qual.prefix {
+        None => local.eq_ignore_ascii_case(name),
+        Some(prefix) => {
+            let prefix: &str = prefix;
+            name.len() == prefix.len() + 1 + local.len()
+                && name.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+                && name.as_bytes()[prefix.len()] == b':'
+                && name.as_bytes()[prefix.len() + 1..].eq_ignore_ascii_case(local.as_bytes())
+        }
+    }
 }
 
 /// [`declare_utf8_charset`] and [`declare_utf8_content_type`] on a tree's `<meta>`.
@@ -734,7 +819,7 @@ fn runs_code(
     if schemes.is_empty() || !is_url_attribute(name) {
         return false;
     }
-    if !url_scheme(&attr.value()).is_some_and(|scheme| schemes.contains(&scheme)) {
+    if !url_scheme(&attr.value()).is_some_and(|scheme| schemes.iter().any(|s| **s == *scheme)) {
         return false;
     }
     let tag = tag.get_or_insert_with(|| el.tag_name());
@@ -771,7 +856,7 @@ fn utf8_content_type(content: Option<&str>) -> Option<&'static str> {
 /// The scheme of a URL as a browser reads it from an attribute: character references decoded,
 /// leading spaces and control characters skipped, tabs and newlines ignored anywhere, ASCII
 /// case folded. `None` for a relative URL (or anything that is not a scheme followed by `:`).
-fn url_scheme(value: &str) -> Option<String> {
+fn url_scheme(value: &str) -> Option<Scheme> {
     if !value.contains([':', '&']) {
         return None;
     }
@@ -780,28 +865,44 @@ fn url_scheme(value: &str) -> Option<String> {
 }
 
 /// [`url_scheme`] of a value whose character references are already decoded (a tree's).
-fn decoded_url_scheme(value: &str) -> Option<String> {
+fn decoded_url_scheme(value: &str) -> Option<Scheme> {
     if !value.contains(':') {
         return None;
     }
     scheme_of(value.chars())
 }
 
+/// A URL scheme as [`url_scheme`] reads it: lowercase ASCII, at most 32 bytes (longer is no
+/// scheme). Kept on the stack: every absolute URL of a link has its scheme read.
+#[derive(Clone, Copy, Debug)]
+struct Scheme {
+    bytes: [u8; 32],
+    len: usize,
+}
+
+impl std::ops::Deref for Scheme {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        // Only ASCII letters, digits, `+`, `-` and `.` are ever stored.
+        std::str::from_utf8(self.bytes.get(..self.len).unwrap_or_default()).unwrap_or_default()
+    }
+}
+
 /// The scheme the characters of a URL attribute start with, read as [`url_scheme`] says.
-fn scheme_of(chars: impl Iterator<Item = char>) -> Option<String> {
-    let mut scheme = String::new();
+fn scheme_of(chars: impl Iterator<Item = char>) -> Option<Scheme> {
+    let mut scheme = Scheme { bytes: [0; 32], len: 0 };
     for c in chars {
         match c {
             '\t' | '\n' | '\r' => {}
-            c if scheme.is_empty() && c <= ' ' => {}
-            ':' => return (!scheme.is_empty()).then_some(scheme),
+            c if scheme.len == 0 && c <= ' ' => {}
+            ':' => return (scheme.len != 0).then_some(scheme),
             c if c.is_ascii_alphabetic()
-                || (!scheme.is_empty() && (c.is_ascii_digit() || matches!(c, '+' | '-' | '.'))) =>
+                || (scheme.len != 0 && (c.is_ascii_digit() || matches!(c, '+' | '-' | '.'))) =>
             {
-                if scheme.len() >= 32 {
-                    return None;
-                }
-                scheme.push(c.to_ascii_lowercase());
+                let slot = scheme.bytes.get_mut(scheme.len)?;
+                *slot = c.to_ascii_lowercase() as u8;
+                scheme.len += 1;
             }
             _ => return None,
         }
@@ -1310,8 +1411,41 @@ mod tests {
     }
 
     #[test]
-    fn every_url_target_attribute_passes_the_quick_test() {
+    fn every_url_target_passes_the_quick_tests() {
         assert!(URL_TARGETS.iter().all(|&(_, attr)| is_url_attribute(attr)));
+        for &(tag, attr) in URL_TARGETS {
+            let in_tree = url_attributes(&LocalName::from(tag));
+            assert!(in_tree.contains(&attr), "{tag} {attr}");
+            assert!(in_tree.iter().all(|a| URL_TARGETS.contains(&(tag, a))), "{tag}");
+        }
+    }
+
+    #[test]
+    fn attribute_names_are_matched_as_lowercase_copies_would_be() {
+        use markup5ever::{ns, namespace_prefix, QualName};
+        let names = [
+            QualName::new(None, ns!(), LocalName::from("onClick")),
+            QualName::new(None, ns!(), LocalName::from("viewBox")),
+            QualName::new(None, ns!(), LocalName::from("o")),
+            QualName::new(Some(namespace_prefix!("xlink")), ns!(xlink), LocalName::from("href")),
+            QualName::new(Some(namespace_prefix!("")), ns!(xmlns), LocalName::from("xmlns")),
+        ];
+        let patterns = ["on*", "onclick", "viewbox", "view*", "o", "xlink:href", "xlink:*", ":xmlns", "x*", "*"];
+        for name in &names {
+            let lowered = attribute_name(name);
+            for text in patterns {
+                let pattern = match text.strip_suffix('*') {
+                    Some(prefix) => AttrPattern::Prefix(prefix.to_string()),
+                    None => AttrPattern::Exact(text.to_string()),
+                };
+                let expected = pattern.is_match(&lowered);
+                let patterns = std::slice::from_ref(&pattern);
+                assert_eq!(is_named_by(patterns, name), expected, "{lowered} {text}");
+                assert!(!expected || might_be_named_by(&initials(patterns), name), "{lowered} {text}");
+                let want = text.trim_end_matches('*');
+                assert_eq!(has_name(name, want), lowered.eq_ignore_ascii_case(want), "{lowered} {want}");
+            }
+        }
     }
 
     #[test]
@@ -1375,7 +1509,7 @@ mod tests {
                 for (name, value) in tree.attrs(id) {
                     prop_assert!(!name.starts_with("on") && &**name != "style" && &**name != "hidden", "{tag} {name}");
                     let runs = URL_TARGETS.contains(&(tag, &**name))
-                        && decoded_url_scheme(value).is_some_and(|s| s == "javascript" || s == "vbscript");
+                        && decoded_url_scheme(value).is_some_and(|s| &*s == "javascript" || &*s == "vbscript");
                     prop_assert!(!runs, "{tag} {name}={value}");
                 }
             }
