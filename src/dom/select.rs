@@ -275,8 +275,54 @@ struct ByValue {
     /// Those whose test is a case-sensitive, non-empty `^=` or `=`, by the test's value, which
     /// must start the attribute's for the test to pass: a radix tree finds the few to test.
     keyed: PrefixTree,
+    /// Those whose test is a case-sensitive, non-empty `*=`, when there are several (the lists
+    /// test each link against a dozen `a[href*="..."]`): one scan of the value finds them all.
+    substrings: Option<Substrings>,
     /// The others, each tested.
     others: Vec<u32>,
+}
+
+/// Case-sensitive `*=` tests of one attribute, searched for together.
+#[derive(Clone, Debug)]
+struct Substrings {
+    /// Finds the tests' values; pattern `i` is the test of selector `selectors[i]`.
+    searcher: aho_corasick::AhoCorasick,
+    selectors: Vec<u32>,
+}
+
+impl Substrings {
+    /// Files `tests` (value, selector) together when there are enough of them to pay for an
+    /// automaton; otherwise they go back to be tested one by one.
+    fn new(tests: Vec<(String, u32)>, others: &mut Vec<u32>) -> Option<Substrings> {
+        if tests.len() >= 2 {
+            let searcher = aho_corasick::AhoCorasick::new(tests.iter().map(|(value, _)| value));
+            if let Ok(searcher) = searcher {
+                return Some(Substrings { searcher, selectors: tests.into_iter().map(|(_, c)| c).collect() });
+            }
+        }
+        others.extend(tests.into_iter().map(|(_, c)| c));
+        None
+    }
+
+    /// Pushes the selectors whose value occurs in `value`, each once.
+    fn passing(&self, value: &str, out: &mut Vec<u32>) {
+        let start = out.len();
+        for found in self.searcher.find_overlapping_iter(value) {
+            out.push(self.selectors[found.pattern().as_usize()]);
+        }
+        // A value may hold one needle twice, or two tests share a needle.
+        if out.len() > start + 1 {
+            out[start..].sort_unstable();
+            let mut kept = start + 1;
+            for at in start + 1..out.len() {
+                if out[at] != out[kept - 1] {
+                    out[kept] = out[at];
+                    kept += 1;
+                }
+            }
+            out.truncate(kept);
+        }
+    }
 }
 
 impl ByValue {
@@ -295,6 +341,9 @@ impl ByValue {
             }
         }
         out.truncate(kept);
+        if let Some(substrings) = &self.substrings {
+            substrings.passing(value, out);
+        }
         out.extend(self.others.iter().copied().filter(|&c| passes(c)));
     }
 }
@@ -313,8 +362,9 @@ impl SelectorSet {
     /// Indexes the complex selectors of all the lists given.
     pub fn new(selectors: impl IntoIterator<Item = Selector>) -> Self {
         // Per attribute name, subject then ancestor: the (value, selector) entries of keyed
-        // tests, made into radix trees at the end, and the other selectors.
-        type Lists = [(Vec<(String, u32)>, Vec<u32>); 2];
+        // tests, made into radix trees at the end, those of substring tests, and the other
+        // selectors.
+        type Lists = [(Vec<(String, u32)>, Vec<(String, u32)>, Vec<u32>); 2];
         let mut set = SelectorSet::default();
         let mut by_name: FxHashMap<LocalName, Lists> = FxHashMap::default();
         for complex in selectors.into_iter().flat_map(|s| s.complexes) {
@@ -337,9 +387,11 @@ impl SelectorSet {
             } else if let Some((which, attr)) = subject.attrs.first().map(|a| (0, a)).or_else(|| {
                 ancestor_key(&complex).map(|a| (1, a))
             }) {
-                let (keyed, others) = &mut by_name.entry(attr.name.clone()).or_default()[which];
+                let (keyed, substrings, others) = &mut by_name.entry(attr.name.clone()).or_default()[which];
                 if is_value_key(attr) {
                     keyed.push((attr.value.clone(), index));
+                } else if is_substring_key(attr) {
+                    substrings.push((attr.value.clone(), index));
                 } else {
                     others.push(index);
                 }
@@ -353,7 +405,11 @@ impl SelectorSet {
             bucket.push(index);
             set.complexes.push(complex);
         }
-        let by_value = |(keyed, others)| ByValue { keyed: PrefixTree::new(keyed), others };
+        let by_value = |(keyed, substrings, mut others)| ByValue {
+            keyed: PrefixTree::new(keyed),
+            substrings: Substrings::new(substrings, &mut others),
+            others,
+        };
         set.by_name = by_name
             .into_iter()
             .map(|(name, [subject, ancestor])| {
@@ -554,6 +610,12 @@ fn ancestor_key(complex: &Complex) -> Option<&AttrTest> {
 /// its value starts the attribute's.
 fn is_value_key(test: &AttrTest) -> bool {
     matches!(test.op, AttrOp::Prefix | AttrOp::Equals) && !test.ignore_case && !test.value.is_empty()
+}
+
+/// Whether an attribute test can be searched for with others of its attribute: it passes
+/// where its value occurs in the attribute's, letter case as written.
+fn is_substring_key(test: &AttrTest) -> bool {
+    test.op == AttrOp::Substring && !test.ignore_case && !test.value.is_empty()
 }
 
 /// `name`, the name of an element in namespace `ns` or of one of its attributes, in ASCII
@@ -1111,6 +1173,8 @@ mod tests {
         "a[href^='https://ads'] > span", "[data-x^='https://ads.example/'] > p",
         "a[href^='https://ads.'] > *", "[href^='https://ads'] p", "[href='/x'] span",
         "a[data-x*='ads'] > p", "div[href] *", "[href$='/1'] [href] p",
+        "[href*='ads']", "a[href*='example/']", "[href*='s']", "[href*='ads'] p",
+        "[data-x*='/x'] > span", "[href*='ads']:not(.x)",
     ];
 
     proptest::proptest! {
@@ -1162,6 +1226,28 @@ mod tests {
                 proptest::prop_assert_eq!(found, expected);
             }
         }
+    }
+
+    #[test]
+    fn substring_tests_of_one_attribute_are_searched_for_together() {
+        let html = "<a id=a1 href='https://ads.example/ads/1'>x</a><a id=a2 href='/news/1'>y</a>\
+                    <a id=a3 href='/jump/next.php?r=1'>z</a><a id=a4 href='https://ADS.example/'>w</a>\
+                    <p id=p1 data-x='ads'><span id=s1>t</span></p>";
+        let tree = Tree::parse(html);
+        let texts = [
+            "a[href*='ads']", "a[href*='ads'].x", "[href*='/ads/1']", "[href*='/jump/next.php?r=']",
+            "[href*='ads' i]", "[data-x*='ad'] > span", "[data-x*='ds'] span",
+        ];
+        let selectors: Vec<Selector> = texts.iter().map(|t| Selector::parse(t).expect("valid")).collect();
+        let set = SelectorSet::new(selectors.clone());
+        let by_name = &set.by_name[&LocalName::from("href")];
+        assert!(by_name.subject.substrings.is_some(), "the case-sensitive *= tests share a searcher");
+        let mut expected: Vec<NodeId> = selectors.iter().flat_map(|s| select_all(&tree, tree.root(), s)).collect();
+        expected.sort_unstable();
+        expected.dedup();
+        let ids = |found: &[NodeId]| found.iter().map(|&id| tree.attr(id, "id").unwrap_or("").to_string()).collect::<Vec<_>>();
+        assert_eq!(ids(&set.matching(&tree, tree.root())), ids(&expected));
+        assert_eq!(ids(&expected), ["a1", "a3", "a4", "s1"]);
     }
 
     #[test]

@@ -35,7 +35,7 @@
 //! `html`, `body`, `main`, `article`, or an element holding more than half of the page's visible
 //! text (as parsed); [`AdReport::guarded`] counts how often that saved something.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
 
 use markup5ever::local_name;
@@ -305,7 +305,8 @@ fn blocked_elements(
     let base_is_page = page_host.is_some() && base.and_then(Url::host_str) == page_host;
     // Keyed by the attribute value as written: a repeated value resolves to the same URL, so
     // it is resolved and judged once.
-    let mut verdicts: HashMap<(&str, RequestKind), bool> = HashMap::new();
+    let mut verdicts: FxHashMap<(&str, RequestKind), bool> = FxHashMap::default();
+    verdicts.reserve(256);
     let mut blocked = Vec::new();
     for edge in tree.traverse(tree.root()) {
         let Edge::Open(id) = edge else { continue };
@@ -411,15 +412,21 @@ fn plain_absolute(raw: &str) -> Option<&str> {
         && host.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-')
         && !host.starts_with('.')
         && !host.ends_with('.')
-        && !host.contains("..")
-        && !host.starts_with("xn--")
-        && !host.contains(".xn--")
+        && !has_pair(host, b'.', b'.')
+        && !host.split('.').any(|label| label.starts_with("xn--"))
         && !host.rsplit('.').next().is_some_and(|last| last.starts_with(|c: char| c.is_ascii_digit()));
     let path_ok = path.bytes().all(|b| {
         (0x21..=0x7e).contains(&b)
             && !matches!(b, b'%' | b'"' | b'\'' | b'<' | b'>' | b'\\' | b'^' | b'`' | b'{' | b'|' | b'}')
-    }) && !path.contains("/.");
+    }) && !has_pair(path, b'/', b'.');
     (host_ok && path_ok).then_some(host)
+}
+
+/// Whether byte `second` follows byte `first` somewhere in `text`: a two-byte search that,
+/// unlike `str::contains`, builds no searcher per call (it runs on every link of a page).
+fn has_pair(text: &str, first: u8, second: u8) -> bool {
+    let bytes = text.as_bytes();
+    memchr::memchr_iter(second, bytes).any(|at| at > 0 && bytes[at - 1] == first)
 }
 
 /// Whether a link resolves against its base without changing host: a path (`/a`, `a/b`,
@@ -433,7 +440,7 @@ fn is_same_host_relative(raw: &str) -> bool {
     if bytes.len() >= 2 && matches!(bytes[0], b'/' | b'\\') && matches!(bytes[1], b'/' | b'\\') {
         return false; // scheme-relative: another host
     }
-    if raw.contains(['\t', '\n', '\r']) {
+    if memchr::memchr3(b'\t', b'\n', b'\r', bytes).is_some() {
         return false;
     }
     // A scheme is letters, digits, `+`, `-`, `.` before the first `:`, starting with a letter.
