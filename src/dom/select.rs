@@ -540,7 +540,9 @@ fn walk(sets: &[&SelectorSet], tree: &Tree, root: NodeId, mut on_key: Option<OnK
                     matched = gather_key(&sets, |set| &set.by_id, value, &mut candidates);
                 }
             } else if *name == local_name!("class") && split_classes {
-                for class in value.split(is_ascii_whitespace).filter(|c| !c.is_empty()) {
+                // ASCII whitespace as std splits it is CSS whitespace: space, tab, line feed,
+                // form feed, carriage return; split on bytes, with no empty pieces.
+                for class in value.split_ascii_whitespace() {
                     if let Some(on_key) = on_key.as_mut() {
                         on_key(true, class);
                     }
@@ -760,7 +762,7 @@ impl Compound {
         }
         if !self.classes.is_empty() {
             let own = attr(&local_name!("class")).unwrap_or("");
-            let has = |want: &String| own.split(is_ascii_whitespace).any(|t| t == want);
+            let has = |want: &String| own.split_ascii_whitespace().any(|t| t == want);
             if !self.classes.iter().all(has) {
                 return false;
             }
