@@ -35,7 +35,7 @@
 //! `html`, `body`, `main`, `article`, or an element holding more than half of the page's visible
 //! text (as parsed); [`AdReport::guarded`] counts how often that saved something.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 
 use markup5ever::local_name;
@@ -305,8 +305,10 @@ fn blocked_elements(
     let base_is_page = page_host.is_some() && base.and_then(Url::host_str) == page_host;
     // Keyed by the attribute value as written: a repeated value resolves to the same URL, so
     // it is resolved and judged once.
-    let mut verdicts: FxHashMap<(&str, RequestKind), bool> = FxHashMap::default();
-    verdicts.reserve(256);
+    // The keys come from the page, so the hasher is seeded per process (a page cannot make its
+    // links collide on purpose), and fast on short strings.
+    let mut verdicts: HashMap<(&str, RequestKind), bool, foldhash::fast::RandomState> =
+        HashMap::with_capacity_and_hasher(256, foldhash::fast::RandomState::default());
     let mut blocked = Vec::new();
     for edge in tree.traverse(tree.root()) {
         let Edge::Open(id) = edge else { continue };

@@ -163,7 +163,8 @@ const VERDICTS: usize = 65_536;
 /// one insertion, never while a verdict is computed.
 #[derive(Default)]
 struct Verdicts {
-    map: std::sync::Mutex<std::collections::HashMap<String, bool>>,
+    /// Keyed by page URLs: a hasher seeded per process, so pages cannot aim at one bucket.
+    map: std::sync::Mutex<std::collections::HashMap<String, bool, foldhash::fast::RandomState>>,
 }
 
 impl Verdicts {
