@@ -161,7 +161,7 @@ impl State<'_> {
                 Ok(Out::Continue)
             }
             local_name!("table") => {
-                let p_open = self.in_scope_named(Scope::Button, &local_name!("p"));
+                let p_open = self.p_in_button_scope();
                 match self.quirks {
                     Quirks::No => self.close_p_in_button_scope(),
                     Quirks::Full => {}
@@ -353,7 +353,7 @@ impl State<'_> {
                 }
             }
             local_name!("p") => {
-                if !self.in_scope_named(Scope::Button, &local_name!("p")) {
+                if !self.p_in_button_scope() {
                     self.insert(local_name!("p"), Ns::Html, Vec::new())?;
                 }
                 self.close_p();
