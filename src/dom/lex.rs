@@ -542,9 +542,16 @@ impl<S: Sink> Lexer<'_, S> {
             match self.bytes.get(self.pos).copied() {
                 None => return None,
                 Some(q @ (b'"' | b'\'')) => {
+                    // One search finds the closing quote of most values and shows them free of
+                    // references and NULs, so that they need no second look.
                     let from = self.pos + 1;
-                    let end = from + memchr::memchr(q, &self.bytes[from..])?;
-                    let value = self.value(from, end);
+                    let first = from + memchr::memchr3(q, b'&', 0, &self.bytes[from..])?;
+                    let (end, value) = if self.bytes[first] == q {
+                        (first, self.slice(from, first))
+                    } else {
+                        let end = first + memchr::memchr(q, &self.bytes[first..])?;
+                        (end, self.value(from, end))
+                    };
                     self.pos = end + 1;
                     value
                 }

@@ -25,7 +25,7 @@ impl State<'_> {
         }
     }
 
-    fn body_start(&mut self, mut tag: Tag) -> Step {
+    pub(super) fn body_start(&mut self, mut tag: Tag) -> Step {
         match tag.name {
             // Attributes would be added to an element already laid out.
             local_name!("html") | local_name!("body") => {
@@ -296,7 +296,7 @@ impl State<'_> {
         Ok(Out::Continue)
     }
 
-    fn body_end(&mut self, name: LocalName) -> Step {
+    pub(super) fn body_end(&mut self, name: LocalName) -> Step {
         match name {
             local_name!("body") => {
                 if self.in_scope_named(Scope::Default, &local_name!("body")) {

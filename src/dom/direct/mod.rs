@@ -361,6 +361,12 @@ impl<'f> State<'f> {
                 }
                 Ok(Out::Continue)
             }
+            // Most tags come in body under an HTML element: straight to its rules, as
+            // `step` would send them.
+            Token::TagToken(tag) if self.in_html_body() => match tag.kind {
+                TagKind::StartTag => self.body_start(tag),
+                TagKind::EndTag => self.body_end(tag.name),
+            },
             Token::TagToken(tag) => match tag.kind {
                 TagKind::StartTag => self.step(Tok::Start(tag)),
                 TagKind::EndTag => self.step(Tok::End(tag.name)),
@@ -389,7 +395,18 @@ impl<'f> State<'f> {
         if text.is_empty() {
             return Ok(Out::Continue);
         }
+        if self.in_html_body() {
+            self.reconstruct()?;
+            self.append_text(text)?;
+            return Ok(Out::Continue);
+        }
         self.step(Tok::Chars(text))
+    }
+
+    /// Whether the mode is "in body" and the current node an HTML element: then `step` sends
+    /// every token but the end of input to [`State::in_body`], which the common tokens skip.
+    fn in_html_body(&self) -> bool {
+        self.mode == Mode::InBody && self.current().is_some_and(|o| o.ns == Ns::Html)
     }
 
     /// Processes a token in the current mode, or by the rules for foreign content.
