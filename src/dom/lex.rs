@@ -994,6 +994,8 @@ mod tests {
         math: "<math><mi>x</mi><annotation-xml encoding='text/html'><p>y</p></annotation-xml></math>",
         eof_inside_tag: "<p>text<a href='x",
         eof_inside_unquoted_value: "<p>text<a href=x",
+        eof_inside_quoted_value_with_reference: "<p>text<a title='a &amp; b",
+        quoted_values_with_and_without_references: "<a title='x &amp; y' href=\"a&b=c\" data-x='&' lang='en' class=\"\0\">t</a>",
         eof_after_lt_slash: "text</",
         template: "<template><tr><td>x</td></tr></template><p>y",
         misnested_formatting: "<b>1<i>2</b>3</i><p><b>x<p>y</b>",
