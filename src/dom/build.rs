@@ -69,7 +69,7 @@ pub(super) fn parse_with_html5ever(
     // Real pages hold about one node per 50 to 100 bytes; reserving avoids most regrowth.
     sink.nodes.borrow_mut().reserve(html.len() / 64);
     let builder = html5ever::tree_builder::TreeBuilder::new(sink, Default::default());
-    super::lex::run(html, &builder, || builder.sink.too_deep.get());
+    super::lex::run(html, &super::lex::Tokens(&builder), || builder.sink.too_deep.get());
     let sink = builder.sink;
     let mut filtered = Filtered::default();
     let mut tree = flatten(sink.nodes.into_inner(), filter, &mut filtered);

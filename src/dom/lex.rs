@@ -29,7 +29,7 @@ use html5ever::tokenizer::{Doctype, Tag, TagKind, Token, TokenSink, TokenSinkRes
 ///
 /// Carriage returns are normalised first (`\r\n` and lone `\r` become `\n`), as the input
 /// stream preprocessing of the specification asks, and a leading byte order mark is dropped.
-pub(super) fn run<S: TokenSink>(html: &str, sink: &S, stop: impl Fn() -> bool) {
+pub(super) fn run<S: Sink>(html: &str, sink: &S, stop: impl Fn() -> bool) {
     let html = html.strip_prefix('\u{feff}').unwrap_or(html);
     let normalised;
     let html = if memchr::memchr(b'\r', html.as_bytes()).is_some() {
@@ -43,14 +43,59 @@ pub(super) fn run<S: TokenSink>(html: &str, sink: &S, stop: impl Fn() -> bool) {
         bytes: html.as_bytes(),
         buf: StrTendril::from(html),
         pos: 0,
-        text: None,
+        text: Pending::Empty,
+        owned: String::new(),
         sink,
         names: Names::new(),
     };
     lexer.data(&stop);
     lexer.flush();
-    let _ = sink.process_token(Token::EOFToken, 0);
+    let _ = sink.token(Token::EOFToken);
     sink.end();
+}
+
+/// What the tokenizer feeds: html5ever's tokens, except that character data comes as a string
+/// slice, so that a sink which copies it into a buffer of its own (the direct builder) gets no
+/// tendril made for it.
+pub(super) trait Sink {
+    /// Any token but character data; says whether the tokenizer switches to a raw-text state.
+    fn token(&self, token: Token) -> TokenSinkResult<()>;
+
+    /// A run of character data; `shared` makes it a tendril, sharing the input's buffer where
+    /// the run is one slice of it.
+    fn text(&self, text: &str, shared: impl FnOnce() -> StrTendril);
+
+    /// Whether the adjusted current node is in a foreign namespace (`<![CDATA[` is then a
+    /// CDATA section, not a bogus comment).
+    fn in_foreign_content(&self) -> bool;
+
+    /// The end of input, after the EOF token.
+    fn end(&self);
+}
+
+/// html5ever's tree builder, or any [`TokenSink`], as a [`Sink`].
+pub(super) struct Tokens<'t, T>(pub(super) &'t T);
+
+impl<T: TokenSink> Sink for Tokens<'_, T> {
+    fn token(&self, token: Token) -> TokenSinkResult<()> {
+        match self.0.process_token(token, 0) {
+            TokenSinkResult::RawData(kind) => TokenSinkResult::RawData(kind),
+            TokenSinkResult::Plaintext => TokenSinkResult::Plaintext,
+            _ => TokenSinkResult::Continue,
+        }
+    }
+
+    fn text(&self, _text: &str, shared: impl FnOnce() -> StrTendril) {
+        let _ = self.0.process_token(Token::CharacterTokens(shared()), 0);
+    }
+
+    fn in_foreign_content(&self) -> bool {
+        self.0.adjusted_current_node_present_but_not_in_html_namespace()
+    }
+
+    fn end(&self) {
+        self.0.end();
+    }
 }
 
 /// Where the lexer stands: the input as text, bytes and one shared tendril, and the pending run
@@ -60,9 +105,22 @@ struct Lexer<'a, S> {
     bytes: &'a [u8],
     buf: StrTendril,
     pos: usize,
-    text: Option<StrTendril>,
+    text: Pending,
+    /// The pending text when it is not one slice of the input ([`Pending::Owned`]); kept
+    /// between runs so that its allocation is reused.
+    owned: String,
     sink: &'a S,
     names: Names,
+}
+
+/// The pending run of character data.
+#[derive(Clone, Copy, PartialEq)]
+enum Pending {
+    Empty,
+    /// `src[start..end]`: most runs, which hold no reference and no NUL.
+    Slice(usize, usize),
+    /// In `Lexer::owned`.
+    Owned,
 }
 
 /// The tag and attribute names met lately, as written and as interned: a page names `div`,
@@ -94,7 +152,12 @@ impl Names {
         let mut packed = [0u8; 16];
         packed[..bytes.len()].copy_from_slice(bytes);
         packed[15] = bytes.len() as u8;
-        let key = u128::from_le_bytes(packed);
+        self.lookup(u128::from_le_bytes(packed), raw)
+    }
+
+    /// The atom for `raw`, whose key (bytes and length packed) is `key`.
+    #[inline]
+    fn lookup(&mut self, key: u128, raw: &str) -> LocalName {
         let mixed = (key as u64 ^ (key >> 64) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         let slot = &mut self.slots[(mixed >> 58) as usize % NAME_SLOTS];
         if slot.0 != key {
@@ -125,14 +188,65 @@ fn is_space(b: u8) -> bool {
     matches!(b, b'\t' | b'\n' | b'\x0c' | b' ')
 }
 
+/// The longest text a tendril stores inline, without a buffer.
+const INLINE: usize = 8;
+
+/// Classes of the bytes that end a name or value inside a tag, so that the loops over names,
+/// spaces and unquoted values test one table entry per byte instead of a chain of compares.
+const SPACE: u8 = 1;
+const SLASH: u8 = 2;
+const GT: u8 = 4;
+const EQ: u8 = 8;
+
+static CLASS: [u8; 256] = {
+    let mut table = [0u8; 256];
+    table[b'\t' as usize] = SPACE;
+    table[b'\n' as usize] = SPACE;
+    table[0x0c] = SPACE;
+    table[b' ' as usize] = SPACE;
+    table[b'/' as usize] = SLASH;
+    table[b'>' as usize] = GT;
+    table[b'=' as usize] = EQ;
+    table
+};
+
+/// Where the run of bytes from `at` that are in none of the classes `stop` ends.
+fn run_end(bytes: &[u8], mut at: usize, stop: u8) -> usize {
+    while let Some(&b) = bytes.get(at) {
+        if CLASS[b as usize] & stop != 0 {
+            break;
+        }
+        at += 1;
+    }
+    at
+}
+
+/// Where the run of spaces from `at` ends.
+fn skip_spaces(bytes: &[u8], mut at: usize) -> usize {
+    while let Some(&b) = bytes.get(at) {
+        if CLASS[b as usize] != SPACE {
+            break;
+        }
+        at += 1;
+    }
+    at
+}
+
 /// Whether `hay[at..]` starts with `word`, ASCII case-insensitively (`word` is lower case).
 fn starts_ci(hay: &[u8], at: usize, word: &[u8]) -> bool {
     hay.get(at..at + word.len()).is_some_and(|s| s.eq_ignore_ascii_case(word))
 }
 
-impl<S: TokenSink> Lexer<'_, S> {
+impl<S: Sink> Lexer<'_, S> {
+    /// `src[start..end]` as a tendril: stored inline when that short (as a shared slice of a
+    /// few bytes would be), else sharing the input's buffer. The short case comes from a
+    /// `&str`, which spares the UTF-8 check at both cuts that slicing a tendril makes.
     fn slice(&self, start: usize, end: usize) -> StrTendril {
-        self.buf.subtendril(start as u32, (end - start) as u32)
+        if end - start <= INLINE {
+            StrTendril::from_slice(&self.src[start..end])
+        } else {
+            self.buf.subtendril(start as u32, (end - start) as u32)
+        }
     }
 
     /// Adds `src[start..end]` to the pending character data.
@@ -140,28 +254,44 @@ impl<S: TokenSink> Lexer<'_, S> {
         if start == end {
             return;
         }
-        match &mut self.text {
-            Some(text) => text.push_slice(&self.src[start..end]),
-            None => self.text = Some(self.slice(start, end)),
+        match self.text {
+            Pending::Empty => self.text = Pending::Slice(start, end),
+            Pending::Slice(from, to) if to == start => self.text = Pending::Slice(from, end),
+            Pending::Slice(from, to) => {
+                self.owned.clear();
+                self.owned.push_str(&self.src[from..to]);
+                self.owned.push_str(&self.src[start..end]);
+                self.text = Pending::Owned;
+            }
+            Pending::Owned => self.owned.push_str(&self.src[start..end]),
         }
     }
 
     fn push_str(&mut self, s: &str) {
-        match &mut self.text {
-            Some(text) => text.push_slice(s),
-            None => self.text = Some(StrTendril::from_slice(s)),
+        match self.text {
+            Pending::Empty => self.owned.clear(),
+            Pending::Slice(from, to) => {
+                self.owned.clear();
+                self.owned.push_str(&self.src[from..to]);
+            }
+            Pending::Owned => {}
         }
+        self.owned.push_str(s);
+        self.text = Pending::Owned;
     }
 
     fn flush(&mut self) {
-        if let Some(text) = self.text.take() {
-            let _ = self.sink.process_token(Token::CharacterTokens(text), 0);
+        let sink = self.sink;
+        match std::mem::replace(&mut self.text, Pending::Empty) {
+            Pending::Empty => {}
+            Pending::Slice(start, end) => sink.text(&self.src[start..end], || self.slice(start, end)),
+            Pending::Owned => sink.text(&self.owned, || StrTendril::from_slice(&self.owned)),
         }
     }
 
-    fn emit(&mut self, token: Token) -> TokenSinkResult<S::Handle> {
+    fn emit(&mut self, token: Token) -> TokenSinkResult<()> {
         self.flush();
-        self.sink.process_token(token, 0)
+        self.sink.token(token)
     }
 
     /// Text from `pos` up to `end`: NULs handled per `nul`, references decoded when `refs`.
@@ -262,7 +392,7 @@ impl<S: TokenSink> Lexer<'_, S> {
             self.comment(at + 2);
         } else if starts_ci(self.bytes, at, b"doctype") {
             self.doctype(at + 7);
-        } else if self.bytes[at..].starts_with(b"[CDATA[") && self.sink.adjusted_current_node_present_but_not_in_html_namespace() {
+        } else if self.bytes[at..].starts_with(b"[CDATA[") && self.sink.in_foreign_content() {
             let start = at + 7;
             let end = memchr::memmem::find(&self.bytes[start..], b"]]>").map_or(self.bytes.len(), |i| start + i);
             self.pos = start;
@@ -333,18 +463,13 @@ impl<S: TokenSink> Lexer<'_, S> {
     /// input inside the tag, where the specification drops it).
     fn tag(&mut self, kind: TagKind, start: usize) -> bool {
         let len = self.bytes.len();
-        let mut i = start;
-        while i < len && !is_space(self.bytes[i]) && self.bytes[i] != b'/' && self.bytes[i] != b'>' {
-            i += 1;
-        }
+        let i = run_end(self.bytes, start, SPACE | SLASH | GT);
         let name = self.names.get(&self.src[start..i]);
         let mut attrs: Vec<Attribute> = Vec::new();
         let mut self_closing = false;
         self.pos = i;
         loop {
-            while self.pos < len && is_space(self.bytes[self.pos]) {
-                self.pos += 1;
-            }
+            self.pos = skip_spaces(self.bytes, self.pos);
             match self.bytes.get(self.pos).copied() {
                 None => return false,
                 Some(b'>') => {
@@ -395,36 +520,31 @@ impl<S: TokenSink> Lexer<'_, S> {
         let len = self.bytes.len();
         let start = self.pos;
         // A leading `=` belongs to the name.
-        let mut i = start + 1;
-        while i < len && !matches!(self.bytes[i], b'\t' | b'\n' | b'\x0c' | b' ' | b'/' | b'>' | b'=') {
-            i += 1;
-        }
+        let i = run_end(self.bytes, start + 1, SPACE | SLASH | GT | EQ);
         let name = self.names.get(&self.src[start..i]);
-        self.pos = i;
-        while self.pos < len && is_space(self.bytes[self.pos]) {
-            self.pos += 1;
-        }
+        self.pos = skip_spaces(self.bytes, i);
         let value = if self.bytes.get(self.pos) == Some(&b'=') {
-            self.pos += 1;
-            while self.pos < len && is_space(self.bytes[self.pos]) {
-                self.pos += 1;
-            }
+            self.pos = skip_spaces(self.bytes, self.pos + 1);
             match self.bytes.get(self.pos).copied() {
                 None => return None,
                 Some(q @ (b'"' | b'\'')) => {
+                    // One search finds the closing quote of most values and shows them free of
+                    // references and NULs, so that they need no second look.
                     let from = self.pos + 1;
-                    let end = from + memchr::memchr(q, &self.bytes[from..])?;
-                    let value = self.value(from, end);
+                    let first = from + memchr::memchr3(q, b'&', 0, &self.bytes[from..])?;
+                    let (end, value) = if self.bytes[first] == q {
+                        (first, self.slice(from, first))
+                    } else {
+                        let end = first + memchr::memchr(q, &self.bytes[first..])?;
+                        (end, self.value(from, end))
+                    };
                     self.pos = end + 1;
                     value
                 }
                 Some(b'>') => StrTendril::new(),
                 Some(_) => {
                     let from = self.pos;
-                    let mut end = from;
-                    while end < len && !is_space(self.bytes[end]) && self.bytes[end] != b'>' {
-                        end += 1;
-                    }
+                    let end = run_end(self.bytes, from, SPACE | GT);
                     if end == len {
                         return None;
                     }
@@ -854,6 +974,8 @@ mod tests {
         math: "<math><mi>x</mi><annotation-xml encoding='text/html'><p>y</p></annotation-xml></math>",
         eof_inside_tag: "<p>text<a href='x",
         eof_inside_unquoted_value: "<p>text<a href=x",
+        eof_inside_quoted_value_with_reference: "<p>text<a title='a &amp; b",
+        quoted_values_with_and_without_references: "<a title='x &amp; y' href=\"a&b=c\" data-x='&' lang='en' class=\"\0\">t</a>",
         eof_after_lt_slash: "text</",
         template: "<template><tr><td>x</td></tr></template><p>y",
         misnested_formatting: "<b>1<i>2</b>3</i><p><b>x<p>y</b>",

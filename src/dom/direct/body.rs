@@ -25,7 +25,7 @@ impl State<'_> {
         }
     }
 
-    fn body_start(&mut self, mut tag: Tag) -> Step {
+    pub(super) fn body_start(&mut self, mut tag: Tag) -> Step {
         match tag.name {
             // Attributes would be added to an element already laid out.
             local_name!("html") | local_name!("body") => {
@@ -161,7 +161,7 @@ impl State<'_> {
                 Ok(Out::Continue)
             }
             local_name!("table") => {
-                let p_open = self.in_scope_named(Scope::Button, &local_name!("p"));
+                let p_open = self.p_in_button_scope();
                 match self.quirks {
                     Quirks::No => self.close_p_in_button_scope(),
                     Quirks::Full => {}
@@ -296,7 +296,7 @@ impl State<'_> {
         Ok(Out::Continue)
     }
 
-    fn body_end(&mut self, name: LocalName) -> Step {
+    pub(super) fn body_end(&mut self, name: LocalName) -> Step {
         match name {
             local_name!("body") => {
                 if self.in_scope_named(Scope::Default, &local_name!("body")) {
@@ -353,7 +353,7 @@ impl State<'_> {
                 }
             }
             local_name!("p") => {
-                if !self.in_scope_named(Scope::Button, &local_name!("p")) {
+                if !self.p_in_button_scope() {
                     self.insert(local_name!("p"), Ns::Html, Vec::new())?;
                 }
                 self.close_p();

@@ -32,11 +32,12 @@ mod tests;
 use std::cell::{Cell, RefCell};
 
 use html5ever::tokenizer::states::RawKind;
-use html5ever::tokenizer::{Tag, TagKind, Token, TokenSink, TokenSinkResult};
+use html5ever::tokenizer::{Tag, TagKind, Token, TokenSinkResult};
 use markup5ever::tendril::StrTendril;
 use markup5ever::{local_name, Attribute, LocalName};
 
 use super::build::{compute_ends, push_attrs, push_str};
+use super::lex::Sink;
 use super::{BuildFilter, Element, Filtered, Node, NodeKind, Ns, Tree, Verdict, NONE};
 
 /// Parses `html` into a tree (flags and statistics still empty) if every token stays within
@@ -136,6 +137,52 @@ struct Open {
     depth: u32,
 }
 
+/// The stack of open elements, counting the HTML `<p>` elements on it: most start tags in body
+/// ask whether a `<p>` is open in button scope, and while none is open (most of the time) the
+/// answer needs no walk down the stack. Read as a slice; changed only by these methods, which
+/// keep the count.
+struct Stack {
+    items: Vec<Open>,
+    paragraphs: usize,
+}
+
+impl Stack {
+    fn is_paragraph(open: &Open) -> bool {
+        open.ns == Ns::Html && open.name == local_name!("p")
+    }
+
+    fn push(&mut self, open: Open) {
+        self.paragraphs += usize::from(Stack::is_paragraph(&open));
+        self.items.push(open);
+    }
+
+    fn pop(&mut self) -> Option<Open> {
+        let open = self.items.pop()?;
+        self.paragraphs -= usize::from(Stack::is_paragraph(&open));
+        Some(open)
+    }
+
+    fn truncate(&mut self, len: usize) {
+        while self.items.len() > len {
+            self.pop();
+        }
+    }
+
+    fn remove(&mut self, at: usize) -> Open {
+        let open = self.items.remove(at);
+        self.paragraphs -= usize::from(Stack::is_paragraph(&open));
+        open
+    }
+}
+
+impl std::ops::Deref for Stack {
+    type Target = [Open];
+
+    fn deref(&self) -> &[Open] {
+        &self.items
+    }
+}
+
 /// An entry of the list of active formatting elements: the element and the token it was made
 /// for (name and attributes before the filter saw them), from which it is reconstructed.
 enum Formatting {
@@ -147,7 +194,7 @@ enum Formatting {
     },
 }
 
-/// The [`TokenSink`]: the state behind a `RefCell`, because the tokenizer calls with `&self`.
+/// The tokenizer's [`Sink`]: the state behind a `RefCell`, because the tokenizer calls with `&self`.
 struct Builder<'f> {
     state: RefCell<State<'f>>,
     bailed: Cell<bool>,
@@ -164,7 +211,7 @@ struct State<'f> {
     /// The mode to return to after `Text`.
     orig_mode: Mode,
     quirks: Quirks,
-    open: Vec<Open>,
+    open: Stack,
     active: Vec<Formatting>,
     next_id: u32,
     /// The `<head>` element once created.
@@ -180,10 +227,16 @@ struct State<'f> {
     after_html: Vec<StrTendril>,
 }
 
-impl TokenSink for Builder<'_> {
-    type Handle = ();
+impl Builder<'_> {
+    /// Records a bail, with the mode and what the token was.
+    fn bail(&self, state: &State<'_>, what: impl FnOnce() -> String) {
+        self.bailed.set(true);
+        *self.bailed_at.borrow_mut() = format!("{:?}: {}", state.mode, what());
+    }
+}
 
-    fn process_token(&self, token: Token, _line: u64) -> TokenSinkResult<()> {
+impl Sink for Builder<'_> {
+    fn token(&self, token: Token) -> TokenSinkResult<()> {
         if self.bailed.get() {
             return TokenSinkResult::Continue;
         }
@@ -198,17 +251,29 @@ impl TokenSink for Builder<'_> {
             Ok(Out::Raw(kind)) => TokenSinkResult::RawData(kind),
             Ok(Out::Plaintext) => TokenSinkResult::Plaintext,
             Err(Bail) => {
-                self.bailed.set(true);
-                *self.bailed_at.borrow_mut() = format!("{:?}: {what}", state.mode);
+                self.bail(&state, || what);
                 TokenSinkResult::Continue
             }
         }
     }
 
+    fn text(&self, text: &str, _shared: impl FnOnce() -> StrTendril) {
+        if self.bailed.get() {
+            return;
+        }
+        let mut state = self.state.borrow_mut();
+        // Character data never switches the tokenizer's state.
+        if state.chars(text).is_err() {
+            self.bail(&state, || "text".to_string());
+        }
+    }
+
     /// Whether `<![CDATA[` opens a CDATA section (in SVG) rather than a bogus comment.
-    fn adjusted_current_node_present_but_not_in_html_namespace(&self) -> bool {
+    fn in_foreign_content(&self) -> bool {
         self.state.borrow().current().is_some_and(|o| o.ns != Ns::Html)
     }
+
+    fn end(&self) {}
 }
 
 /// A token in a few words.
@@ -259,7 +324,10 @@ impl<'f> State<'f> {
             mode: Mode::Initial,
             orig_mode: Mode::InBody,
             quirks: Quirks::Full,
-            open: Vec::with_capacity(64),
+            open: Stack {
+                items: Vec::with_capacity(64),
+                paragraphs: 0,
+            },
             active: Vec::new(),
             next_id: 0,
             head: None,
@@ -293,25 +361,52 @@ impl<'f> State<'f> {
                 }
                 Ok(Out::Continue)
             }
+            // Most tags come in body under an HTML element: straight to its rules, as
+            // `step` would send them.
+            Token::TagToken(tag) if self.in_html_body() => match tag.kind {
+                TagKind::StartTag => self.body_start(tag),
+                TagKind::EndTag => self.body_end(tag.name),
+            },
             Token::TagToken(tag) => match tag.kind {
                 TagKind::StartTag => self.step(Tok::Start(tag)),
                 TagKind::EndTag => self.step(Tok::End(tag.name)),
             },
             Token::CommentToken(text) => self.step(Tok::Comment(&text)),
-            Token::CharacterTokens(text) => {
-                let text = match text.strip_prefix('\n') {
-                    Some(rest) if ignore_lf => rest,
-                    _ => &text,
-                };
-                if text.is_empty() {
-                    return Ok(Out::Continue);
-                }
-                self.step(Tok::Chars(text))
-            }
+            Token::CharacterTokens(text) => self.chars_after(&text, ignore_lf),
             Token::NullCharacterToken => self.step(Tok::Null),
             Token::EOFToken => self.step(Tok::Eof),
             Token::ParseError(_) => Ok(Out::Continue),
         }
+    }
+
+    /// A run of character data from the tokenizer.
+    fn chars(&mut self, text: &str) -> Step {
+        let ignore_lf = std::mem::take(&mut self.ignore_lf);
+        self.chars_after(text, ignore_lf)
+    }
+
+    /// Character data, dropping a leading line feed when `ignore_lf` (right after `<pre>`,
+    /// `<listing>` or `<textarea>`).
+    fn chars_after(&mut self, text: &str, ignore_lf: bool) -> Step {
+        let text = match text.strip_prefix('\n') {
+            Some(rest) if ignore_lf => rest,
+            _ => text,
+        };
+        if text.is_empty() {
+            return Ok(Out::Continue);
+        }
+        if self.in_html_body() {
+            self.reconstruct()?;
+            self.append_text(text)?;
+            return Ok(Out::Continue);
+        }
+        self.step(Tok::Chars(text))
+    }
+
+    /// Whether the mode is "in body" and the current node an HTML element: then `step` sends
+    /// every token but the end of input to [`State::in_body`], which the common tokens skip.
+    fn in_html_body(&self) -> bool {
+        self.mode == Mode::InBody && self.current().is_some_and(|o| o.ns == Ns::Html)
     }
 
     /// Processes a token in the current mode, or by the rules for foreign content.
@@ -412,9 +507,14 @@ impl<'f> State<'f> {
     }
 
     fn close_p_in_button_scope(&mut self) {
-        if self.in_scope_named(Scope::Button, &local_name!("p")) {
+        if self.p_in_button_scope() {
             self.close_p();
         }
+    }
+
+    /// Whether a `<p>` is open in button scope; with none open at all, without a walk.
+    fn p_in_button_scope(&self) -> bool {
+        self.open.paragraphs > 0 && self.in_scope_named(Scope::Button, &local_name!("p"))
     }
 
     // ---- Writing the tree ----

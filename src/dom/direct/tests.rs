@@ -84,6 +84,8 @@ accepted! {
     headings: "<h1>a<h2>b</h2><p>c<h3>d</h1>e",
     p_close_without_p: "<div></p>x</div></p>",
     p_closed_by_blocks: "<p>a<div>b</div><p>c<ul><li>d</ul><p>e<hr>f<p>g<pre>\nh</pre>",
+    // The stack counts its open <p>s: each way one leaves it, then a block that asks.
+    p_count_across_pops: "<p>a<button><p>b</button><div>c</div><p>d<h1>e</h1><div>f<li>g<p>h</li><div>i</div><p>j<form><p>k</form><div>l<p>m</div><div>n</div><table><tr><td><p>o</td></tr></table><div>p</div>",
     pre_drops_first_newline: "<pre>\n\nx</pre><listing>\ny</listing><textarea>\nz</textarea>",
     tables_without_end_tags: "<table><tr><td>a<td>b<tr><td>c</table>after",
     table_sections: "<table>\n<caption>c</caption>\n<colgroup><col><col></colgroup>\n<thead><tr><th>h</thead>\n<tbody><tr><td>1</td></tr></tbody><tfoot><tr><td>f</tfoot>\n</table>",
@@ -124,6 +126,7 @@ accepted! {
     end_tags_before_html: "</div></p><p>x",
     end_br_before_head: "</br>x",
     carriage_returns_and_entities: "a\r\nb &lt; &copy; <p title='x&amp;y'>c",
+    quoted_values_with_and_without_references: "<a title='x &amp; y' href=\"a&b=c\" data-x='&' lang='en' class=\"\0\">t</a>a < b<a title='z &amp; w",
     legacy_doctype: "<!DOCTYPE HTML PUBLIC \"-//W3C//DTD HTML 4.01 Transitional//EN\" \"http://www.w3.org/TR/html4/loose.dtd\"><p>a<table><tr><td>x</table>",
     html4_doctype_without_system_id_is_quirky: "<!DOCTYPE HTML PUBLIC \"-//W3C//DTD HTML 4.01 Transitional//EN\"><p>a<table><tr><td>x</table>",
     xhtml_doctype: "<!DOCTYPE html PUBLIC \"-//W3C//DTD XHTML 1.0 Transitional//EN\" \"http://www.w3.org/TR/xhtml1/DTD/xhtml1-transitional.dtd\"><p>a<table></table>",
