@@ -510,6 +510,12 @@ impl Tree {
         &self.stats[id.index()]
     }
 
+    /// The statistics of every node, by [`NodeId::index`], as parsed: for a pass that starts
+    /// from all of them.
+    pub fn all_stats(&self) -> &[NodeStats] {
+        &self.stats
+    }
+
     fn has(&self, id: NodeId, bit: u8) -> bool {
         self.flags[id.index()] & bit != 0
     }

@@ -298,7 +298,7 @@ impl fmt::Display for Fallback {
 /// visit would outnumber the nodes, one reverse pass over the tree totals the losses instead.
 pub fn kept_stats(tree: &Tree) -> Vec<NodeStats> {
     let n = tree.len();
-    let mut kept: Vec<NodeStats> = (0..n).filter_map(|i| tree.node_at(i)).map(|id| *tree.stats(id)).collect();
+    let mut kept = tree.all_stats().to_vec();
     let mut tops = Vec::new();
     let mut climbs = 0usize;
     let mut i = 0;
@@ -406,7 +406,10 @@ pub fn document_base(tree: &Tree, page_url: Option<&str>) -> Option<String> {
 pub fn base_url(tree: &Tree, page: Option<&Url>) -> Option<Url> {
     let href = tree
         .descendants(tree.root())
-        .filter(|&id| tree.element(id).is_some_and(|e| e.ns == crate::dom::Ns::Html && &*e.name == "base"))
+        .filter(|&id| {
+            tree.element(id)
+                .is_some_and(|e| e.ns == crate::dom::Ns::Html && e.name == markup5ever::local_name!("base"))
+        })
         .find_map(|id| tree.attr(id, "href"));
     let from_base = href.and_then(|href| match page {
         Some(page) => page.join(href.trim()).ok(),
