@@ -193,6 +193,11 @@ mod flag {
     pub const SHOWN: u8 = 4;
     /// The node is an `<a href>` or inside one.
     pub const IN_LINK: u8 = 8;
+    /// The node is an element for which [`super::is_block`] holds: paragraph passes run over
+    /// the whole tree several times a page, and reading a bit is cheaper than matching a name.
+    pub const BLOCK: u8 = 16;
+    /// The node is a text node.
+    pub const TEXT: u8 = 32;
 }
 
 /// The removal marks of a tree at one moment ([`Tree::removals`]).
@@ -340,8 +345,20 @@ impl Tree {
             tree: self,
             next: id.0,
             end: self.node(id).end,
-            open: Vec::new(),
+            start: id.0,
+            top: NONE,
             just_opened: false,
+        }
+    }
+
+    /// The node itself and its descendants in document order, skipping removed subtrees: a
+    /// [`Tree::traverse`] for walks that only need to enter nodes, at half its cost.
+    pub fn walk(&self, id: NodeId) -> Walk<'_> {
+        Walk {
+            tree: self,
+            next: id.0,
+            end: self.node(id).end,
+            last: NONE,
         }
     }
 
@@ -381,21 +398,6 @@ impl Tree {
         let span = self.element(id)?.attrs;
         let attrs = self.attrs.get(span.start as usize..span.end as usize)?;
         attrs.iter().find(|a| a.name == *name).map(|a| self.str(a.value))
-    }
-
-    /// The attributes of an element already looked up.
-    fn element_attrs<'a>(
-        &'a self,
-        e: &Element,
-    ) -> impl ExactSizeIterator<Item = (&'a LocalName, &'a str)> + 'a {
-        self.attr_slice(e.attrs)
-    }
-
-    /// The value of attribute `name` of an element already looked up.
-    fn element_attr<'a>(&'a self, e: &Element, name: &str) -> Option<&'a str> {
-        self.element_attrs(e)
-            .find(|(n, _)| &***n == name)
-            .map(|(_, v)| v)
     }
 
     fn attr_slice(&self, span: Span) -> impl ExactSizeIterator<Item = (&LocalName, &str)> + '_ {
@@ -482,9 +484,36 @@ impl Tree {
         self.has(id, flag::IN_LINK)
     }
 
+    /// Whether the node is an element that starts a block ([`is_block`]), looked up in the
+    /// marks made at parse time.
+    pub fn is_block_node(&self, id: NodeId) -> bool {
+        self.has(id, flag::BLOCK)
+    }
+
+    /// Per node in document order, the parent's index ([`NodeId::index`]; `usize::MAX` for the
+    /// document) and what a paragraph measure needs of the node: the non-link visible
+    /// characters of a text node not removed, else `None`, and whether it is a block element.
+    /// For bottom-up passes over the whole tree that would otherwise look each of these up
+    /// through a [`NodeId`].
+    pub fn paragraph_inputs(
+        &self,
+    ) -> impl DoubleEndedIterator<Item = (usize, Option<u32>, bool)> + ExactSizeIterator + '_ {
+        self.nodes.iter().zip(&self.flags).zip(&self.stats).map(|((node, &flags), stats)| {
+            let parent = if node.parent == NONE { usize::MAX } else { node.parent as usize };
+            let counted = flags & (flag::TEXT | flag::REMOVED | flag::IN_LINK) == flag::TEXT;
+            (parent, counted.then_some(stats.text_chars), flags & flag::BLOCK != 0)
+        })
+    }
+
     /// The statistics of the node's subtree, as parsed (removal does not change them).
     pub fn stats(&self, id: NodeId) -> &NodeStats {
         &self.stats[id.index()]
+    }
+
+    /// The statistics of every node, by [`NodeId::index`], as parsed: for a pass that starts
+    /// from all of them.
+    pub fn all_stats(&self) -> &[NodeStats] {
+        &self.stats
     }
 
     fn has(&self, id: NodeId, bit: u8) -> bool {
@@ -615,14 +644,18 @@ pub enum Edge {
 
 /// A depth-first walk that yields [`Edge`]s, skipping removed subtrees, from [`Tree::traverse`].
 ///
-/// Every node opened is closed, text and comments included. The stack of open nodes is on the
-/// heap, so depth is limited by memory only.
+/// Every node opened is closed, text and comments included. The open nodes are the chain of
+/// parents from the last one opened up to the walk's start, so no stack is kept: depth is
+/// limited by nothing, and a step costs no allocation.
 #[derive(Clone, Debug)]
 pub struct Traverse<'a> {
     tree: &'a Tree,
     next: u32,
     end: u32,
-    open: Vec<u32>,
+    /// The node the walk started at, the last to close.
+    start: u32,
+    /// The innermost open node, [`NONE`] when none is.
+    top: u32,
     /// Whether the last edge was an [`Edge::Open`], the only time skipping makes sense.
     just_opened: bool,
 }
@@ -631,8 +664,8 @@ impl Traverse<'_> {
     /// Skips the children of the node just opened; its [`Edge::Close`] still follows. Does
     /// nothing unless the last edge returned was an [`Edge::Open`].
     pub fn skip_children(&mut self) {
-        if let (true, Some(&top)) = (self.just_opened, self.open.last()) {
-            self.next = self.next.max(self.tree.nodes[top as usize].end);
+        if self.just_opened && self.top != NONE {
+            self.next = self.next.max(self.tree.nodes[self.top as usize].end);
         }
     }
 }
@@ -641,12 +674,16 @@ impl Iterator for Traverse<'_> {
     type Item = Edge;
 
     fn next(&mut self) -> Option<Edge> {
+        // `next` is a child of `top` while it lies inside `top`'s subtree: it is either the
+        // first child of the node just opened or the end of a sibling's subtree.
         loop {
-            if let Some(&top) = self.open.last() {
-                if self.tree.nodes[top as usize].end <= self.next {
-                    self.open.pop();
+            if self.top != NONE {
+                let top = &self.tree.nodes[self.top as usize];
+                if top.end <= self.next {
+                    let closed = self.top;
+                    self.top = if closed == self.start { NONE } else { top.parent };
                     self.just_opened = false;
-                    return Some(Edge::Close(NodeId(top)));
+                    return Some(Edge::Close(NodeId(closed)));
                 }
             }
             if self.next >= self.end {
@@ -657,11 +694,48 @@ impl Iterator for Traverse<'_> {
                 self.next = self.tree.nodes[id as usize].end;
                 continue;
             }
-            self.open.push(id);
+            self.top = id;
             self.next = id + 1;
             self.just_opened = true;
             return Some(Edge::Open(NodeId(id)));
         }
+    }
+}
+
+/// A pre-order walk over the nodes not removed, from [`Tree::walk`].
+#[derive(Clone, Debug)]
+pub struct Walk<'a> {
+    tree: &'a Tree,
+    next: u32,
+    end: u32,
+    /// The node returned last, [`NONE`] before the first.
+    last: u32,
+}
+
+impl Walk<'_> {
+    /// Skips the descendants of the node returned last.
+    pub fn skip_children(&mut self) {
+        if self.last != NONE {
+            self.next = self.next.max(self.tree.nodes[self.last as usize].end);
+        }
+    }
+}
+
+impl Iterator for Walk<'_> {
+    type Item = NodeId;
+
+    fn next(&mut self) -> Option<NodeId> {
+        while self.next < self.end {
+            let id = self.next;
+            if self.tree.flags[id as usize] & flag::REMOVED != 0 {
+                self.next = self.tree.nodes[id as usize].end;
+                continue;
+            }
+            self.last = id;
+            self.next = id + 1;
+            return Some(NodeId(id));
+        }
+        None
     }
 }
 
@@ -861,6 +935,79 @@ pub(crate) mod tests {
             tags,
             ["+body", "+div", "-div", "+span", "+#", "-#", "-span", "-body"]
         );
+    }
+
+    /// The walk as it was first written, with a stack of open nodes: what [`Traverse`] and
+    /// [`Walk`] are checked against. `skip` says which opened nodes have their children skipped.
+    fn reference_edges(tree: &Tree, id: NodeId, skip: &dyn Fn(NodeId) -> bool) -> Vec<Edge> {
+        let (mut next, end) = (id.0, tree.node(id).end);
+        let mut open: Vec<u32> = Vec::new();
+        let mut edges = Vec::new();
+        loop {
+            if let Some(&top) = open.last() {
+                if tree.nodes[top as usize].end <= next {
+                    open.pop();
+                    edges.push(Edge::Close(NodeId(top)));
+                    continue;
+                }
+            }
+            if next >= end {
+                return edges;
+            }
+            let node = next;
+            if tree.flags[node as usize] & flag::REMOVED != 0 {
+                next = tree.nodes[node as usize].end;
+                continue;
+            }
+            open.push(node);
+            next = node + 1;
+            edges.push(Edge::Open(NodeId(node)));
+            if skip(NodeId(node)) {
+                next = next.max(tree.nodes[node as usize].end);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Traversal and the pre-order walk follow the reference walk on random trees with
+        /// random removals and skips, from every start node.
+        #[test]
+        fn walks_match_the_reference(
+            html in "(<(div|p|b|table|td|ul|li)>|</(div|p|b|td)>|x| |<br>|<!--c-->){0,40}",
+            removed in proptest::collection::vec(0usize..60, 0..4),
+            skipped in proptest::collection::vec(0usize..60, 0..4),
+        ) {
+            let mut tree = Tree::parse(&html);
+            for &i in &removed {
+                if let Some(id) = tree.node_at(i) {
+                    tree.remove(id);
+                }
+            }
+            let skip = |id: NodeId| skipped.contains(&id.index());
+            for start in tree.descendants(tree.root()) {
+                let expected = reference_edges(&tree, start, &skip);
+                let mut walk = tree.traverse(start);
+                let mut edges = Vec::new();
+                while let Some(edge) = walk.next() {
+                    if matches!(edge, Edge::Open(id) if skip(id)) {
+                        walk.skip_children();
+                    }
+                    edges.push(edge);
+                }
+                proptest::prop_assert_eq!(&edges, &expected);
+                let mut walk = tree.walk(start);
+                let mut opened = Vec::new();
+                while let Some(id) = walk.next() {
+                    if skip(id) {
+                        walk.skip_children();
+                    }
+                    opened.push(Edge::Open(id));
+                }
+                let expected_opens: Vec<Edge> =
+                    expected.into_iter().filter(|e| matches!(e, Edge::Open(_))).collect();
+                proptest::prop_assert_eq!(opened, expected_opens);
+            }
+        }
     }
 
     #[test]

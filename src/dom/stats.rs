@@ -69,7 +69,11 @@ pub(super) fn compute(tree: &mut Tree) {
     accumulate(tree);
 }
 
-/// Forward pass: depth and the `CONTENT_HIDDEN`, `SHOWN` and `IN_LINK` flags.
+/// Forward pass: depth, the flags, and each node's own counts but its text's.
+///
+/// An element's attributes are read once for everything decided here (`hidden`, `style`,
+/// `href`, an input's `type`), by interned name; whether it shows is known at this point, so
+/// its own links, images and controls are counted here too.
 fn mark(tree: &mut Tree) {
     for i in 0..tree.nodes.len() {
         let parent = tree.nodes[i].parent;
@@ -84,48 +88,59 @@ fn mark(tree: &mut Tree) {
         let parent_shows =
             parent_flags & flag::SHOWN != 0 && parent_flags & flag::CONTENT_HIDDEN == 0;
         let mut flags = parent_flags & flag::IN_LINK;
-        let mut hidden_by_attr = false;
-        if let NodeKind::Element(e) = &tree.nodes[i].kind {
-            hidden_by_attr = is_hidden_by_attrs(tree, e);
-            if hidden_by_attr || hides_content(e) {
-                flags |= flag::CONTENT_HIDDEN;
+        let mut own = NodeStats {
+            depth,
+            ..NodeStats::default()
+        };
+        let mut shown = parent_shows;
+        match &tree.nodes[i].kind {
+            NodeKind::Element(e) => {
+                let attrs = Attrs::of(tree, e);
+                if attrs.hidden || hides_content(e) {
+                    flags |= flag::CONTENT_HIDDEN;
+                }
+                let link = attrs.href && e.name == local_name!("a");
+                if link {
+                    flags |= flag::IN_LINK;
+                }
+                if super::is_block(e) {
+                    flags |= flag::BLOCK;
+                }
+                shown &= !attrs.hidden;
+                own.tags = 1;
+                if shown {
+                    own.links = u32::from(link);
+                    count_element(e, attrs.input_type, &mut own);
+                }
             }
-            if is_link(tree, e) {
-                flags |= flag::IN_LINK;
-            }
+            NodeKind::Text(_) => flags |= flag::TEXT,
+            _ => {}
         }
-        if parent_shows && !hidden_by_attr {
+        if shown {
             flags |= flag::SHOWN;
         }
         tree.flags[i] = flags;
-        tree.stats[i].depth = depth;
+        tree.stats[i] = own;
     }
 }
 
-/// Reverse pass: each node's own counts, then its subtree's totals into its parent.
+/// Reverse pass: each shown text's counts, then every node's subtree totals into its parent.
 fn accumulate(tree: &mut Tree) {
     for i in (0..tree.nodes.len()).rev() {
-        let shown = tree.flags[i] & flag::SHOWN != 0;
+        let flags = tree.flags[i];
         let mut own = tree.stats[i];
-        match &tree.nodes[i].kind {
-            NodeKind::Element(e) => {
-                own.tags += 1;
-                if shown {
-                    count_element(tree, e, &mut own);
-                }
-            }
-            NodeKind::Text(span) if shown => {
+        if flags & (flag::TEXT | flag::SHOWN) == flag::TEXT | flag::SHOWN {
+            if let NodeKind::Text(span) = &tree.nodes[i].kind {
                 let (chars, words) = count_text(tree.str(*span));
                 own.text_chars += chars;
                 own.words += words;
-                if tree.flags[i] & flag::IN_LINK != 0 {
+                if flags & flag::IN_LINK != 0 {
                     own.link_text_chars += chars;
                     own.link_words += words;
                 }
+                tree.stats[i] = own;
             }
-            _ => {}
         }
-        tree.stats[i] = own;
         let parent = tree.nodes[i].parent;
         if parent != NONE {
             tree.stats[parent as usize].add(&own);
@@ -133,19 +148,51 @@ fn accumulate(tree: &mut Tree) {
     }
 }
 
-/// Adds a shown element's own link, image and control counts.
-fn count_element(tree: &Tree, e: &Element, own: &mut NodeStats) {
-    if is_link(tree, e) {
-        own.links += 1;
+/// What the statistics read of an element's attributes, in one pass over them.
+struct Attrs<'a> {
+    /// `hidden`, or an inline style with `display: none` or `visibility: hidden`.
+    hidden: bool,
+    /// An `href` attribute is present.
+    href: bool,
+    /// The first `type` attribute's value.
+    input_type: Option<&'a str>,
+}
+
+impl<'a> Attrs<'a> {
+    fn of(tree: &'a Tree, e: &Element) -> Attrs<'a> {
+        let mut attrs = Attrs {
+            hidden: false,
+            href: false,
+            input_type: None,
+        };
+        let list = tree
+            .attrs
+            .get(e.attrs.start as usize..e.attrs.end as usize)
+            .unwrap_or(&[]);
+        for a in list {
+            match a.name {
+                local_name!("hidden") => attrs.hidden = true,
+                local_name!("style") => attrs.hidden |= !attrs.hidden && style_hides(tree.str(a.value)),
+                local_name!("href") => attrs.href = true,
+                local_name!("type") if attrs.input_type.is_none() => {
+                    attrs.input_type = Some(tree.str(a.value));
+                }
+                _ => {}
+            }
+        }
+        attrs
     }
+}
+
+/// Adds a shown element's own image and control counts.
+fn count_element(e: &Element, input_type: Option<&str>, own: &mut NodeStats) {
     if e.ns != Ns::Html {
         return;
     }
     match e.name {
         local_name!("img") => own.images += 1,
         local_name!("input") => {
-            let kind = tree.element_attr(e, "type").unwrap_or("");
-            if !kind.eq_ignore_ascii_case("hidden") {
+            if !input_type.unwrap_or("").eq_ignore_ascii_case("hidden") {
                 own.controls += 1;
             }
         }
@@ -165,24 +212,66 @@ fn count_element(tree: &Tree, e: &Element, own: &mut NodeStats) {
 /// Characters and words of one text node, whitespace runs collapsed and ends trimmed.
 ///
 /// Most page text is ASCII: that is counted in one pass over the bytes (ASCII whitespace is
-/// exactly what [`super::words`] splits on below U+0080); other text word by word.
+/// exactly what [`super::words`] splits on below U+0080). Other text is counted over its bytes
+/// too: continuation bytes add nothing, and only the few lead bytes that can start non-ASCII
+/// whitespace need a closer look.
 fn count_text(text: &str) -> (u32, u32) {
+    let bytes = text.as_bytes();
     if text.is_ascii() {
-        let (mut chars, mut words, mut in_word) = (0u32, 0u32, false);
-        for &b in text.as_bytes() {
-            let space = matches!(b, b' ' | b'\t' | b'\n' | b'\x0B' | b'\x0C' | b'\r');
-            chars += u32::from(!space);
-            words += u32::from(!space && !in_word);
-            in_word = !space;
-        }
+        let (chars, words) = count_ascii(bytes);
         return (chars + words.saturating_sub(1), words);
     }
-    let (mut chars, mut words) = (0u32, 0u32);
-    for word in super::words(text) {
-        words += 1;
-        chars += word.chars().count() as u32;
+    let (mut chars, mut words, mut in_word) = (0u32, 0u32, false);
+    for (i, &b) in bytes.iter().enumerate() {
+        let space = match b {
+            b' ' | b'\t' | b'\n' | b'\x0B' | b'\x0C' | b'\r' => true,
+            0x80..=0xBF => continue, // inside a character counted at its lead byte
+            0xC2 | 0xE1 | 0xE2 | 0xE3 => super::words::is_wide_space(bytes, i),
+            _ => false,
+        };
+        chars += u32::from(!space);
+        words += u32::from(!space && !in_word);
+        in_word = !space;
     }
     (chars + words.saturating_sub(1), words)
+}
+
+/// Non-whitespace characters and words of ASCII text, eight bytes at a time: each byte's top
+/// bit is set when it is not whitespace (every byte is below 0x80, so the sums below never
+/// carry into the next byte), and a word starts at such a byte whose predecessor is whitespace.
+fn count_ascii(bytes: &[u8]) -> (u32, u32) {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // The top bit of each byte that is not whitespace: not 0x20 and not in 0x09..=0x0D.
+    let solid = |x: u64| {
+        let y = x ^ (0x20 * ONES);
+        let not_blank = (y.wrapping_add(0x7F * ONES) | y) & HIGH;
+        let from_tab = x.wrapping_add((0x80 - 0x09) * ONES);
+        let from_so = x.wrapping_add((0x80 - 0x0E) * ONES);
+        not_blank & !(from_tab & !from_so)
+    };
+    // Bytes whose top bit is set, at most eight.
+    let count = |flags: u64| ((flags >> 7).wrapping_mul(ONES) >> 56) as u32;
+    let (mut chars, mut words) = (0u32, 0u32);
+    // The top bit of the lowest byte set when the byte before the chunk was not whitespace.
+    let mut carry = 0u64;
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let ns = solid(u64::from_le_bytes(word));
+        chars += count(ns);
+        words += count(ns & !((ns << 8) | carry));
+        carry = ns >> 56;
+    }
+    let mut in_word = carry != 0;
+    for &b in chunks.remainder() {
+        let space = matches!(b, b' ' | b'\t' | b'\n' | b'\x0B' | b'\x0C' | b'\r');
+        chars += u32::from(!space);
+        words += u32::from(!space && !in_word);
+        in_word = !space;
+    }
+    (chars, words)
 }
 
 /// Whether an element, by its name, never displays its content in a browser with scripts on:
@@ -223,16 +312,6 @@ fn hides_content(e: &Element) -> bool {
     }
 }
 
-/// Whether the element's own attributes hide it: `hidden`, or an inline style with
-/// `display: none` or `visibility: hidden`.
-fn is_hidden_by_attrs(tree: &Tree, e: &Element) -> bool {
-    tree.element_attrs(e).any(|(name, value)| match *name {
-        local_name!("hidden") => true,
-        local_name!("style") => style_hides(value),
-        _ => false,
-    })
-}
-
 /// Whether an inline style hides its element. One pass over the declarations, ASCII case
 /// ignored, `!important` allowed: inline styles are common and some are long.
 fn style_hides(style: &str) -> bool {
@@ -249,10 +328,6 @@ fn style_hides(style: &str) -> bool {
         (property.eq_ignore_ascii_case("display") && starts("none"))
             || (property.eq_ignore_ascii_case("visibility") && starts("hidden"))
     })
-}
-
-fn is_link(tree: &Tree, e: &Element) -> bool {
-    e.name == local_name!("a") && tree.element_attr(e, "href").is_some()
 }
 
 #[cfg(test)]
@@ -356,9 +431,20 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// The ASCII pass counts what the word-by-word count does.
+        /// The eight-bytes-at-a-time count of ASCII text is the word-by-word count.
         #[test]
-        fn text_counts_are_those_of_the_words(text in "[ a-zA-Z\t\n\x0B\x0C\r\x1C.,é\u{a0}]{0,40}") {
+        fn ascii_counts_are_those_of_the_words(text in "[ a-z\t\n\x0B\x0C\r\x00\x08\x0E\x1C\x1F!/~\x7F]{0,70}") {
+            let words: Vec<&str> = text.split_whitespace().collect();
+            let chars: usize = words.iter().map(|w| w.chars().count()).sum();
+            let expected = ((chars + words.len().saturating_sub(1)) as u32, words.len() as u32);
+            proptest::prop_assert_eq!(count_text(&text), expected);
+        }
+
+        /// Both passes count what the word-by-word count does.
+        #[test]
+        fn text_counts_are_those_of_the_words(
+            text in "[ a-zA-Z\t\n\x0B\x0C\r\x1C.,é\u{a0}\u{85}\u{1680}\u{2003}\u{2019}\u{2028}\u{205f}\u{3000}日]{0,40}"
+        ) {
             let words: Vec<&str> = text.split_whitespace().collect();
             let chars: usize = words.iter().map(|w| w.chars().count()).sum();
             let expected = ((chars + words.len().saturating_sub(1)) as u32, words.len() as u32);

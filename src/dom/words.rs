@@ -48,21 +48,39 @@ impl<'a> Iterator for Words<'a> {
 }
 
 /// The width of the character starting at byte `i` (a character boundary) and whether it is
-/// whitespace. Only the lead bytes 0xC2 (U+0085, U+00A0), 0xE1 (U+1680), 0xE2 (U+2000–U+205F)
-/// and 0xE3 (U+3000) can start non-ASCII whitespace; other characters are sized by their lead
-/// byte alone.
+/// whitespace. Characters are sized by their lead byte alone; only the lead bytes 0xC2, 0xE1,
+/// 0xE2 and 0xE3 can start non-ASCII whitespace, and [`is_wide_space`] tells by the bytes.
 #[inline]
 fn char_at(text: &str, i: usize) -> (usize, bool) {
-    match text.as_bytes()[i] {
+    let bytes = text.as_bytes();
+    match bytes[i] {
         b' ' | b'\t' | b'\n' | b'\x0B' | b'\x0C' | b'\r' => (1, true),
         0..=0x7F => (1, false),
-        0xC2 | 0xE1 | 0xE2 | 0xE3 => match text.get(i..).and_then(|rest| rest.chars().next()) {
-            Some(c) => (c.len_utf8(), c.is_whitespace()),
-            None => (1, false),
-        },
+        0xC2 => (2, is_wide_space(bytes, i)),
+        0xE1 | 0xE2 | 0xE3 => (3, is_wide_space(bytes, i)),
         0xF0.. => (4, false),
         0xE0.. => (3, false),
         _ => (2, false),
+    }
+}
+
+/// Whether the character whose lead byte is at `i` is whitespace outside ASCII, told by its
+/// encoding without decoding it: U+0085 and U+00A0 (lead 0xC2), U+1680 (0xE1), U+2000–U+200A,
+/// U+2028, U+2029, U+202F and U+205F (0xE2) and U+3000 (0xE3) are all there are. Curly quotes
+/// and dashes share the lead byte 0xE2, so this runs often on real text.
+#[inline]
+pub(super) fn is_wide_space(bytes: &[u8], i: usize) -> bool {
+    let at = |k: usize| bytes.get(i + k).copied().unwrap_or(0);
+    match at(0) {
+        0xC2 => matches!(at(1), 0x85 | 0xA0),
+        0xE1 => at(1) == 0x9A && at(2) == 0x80,
+        0xE2 => match at(1) {
+            0x80 => matches!(at(2), 0x80..=0x8A | 0xA8 | 0xA9 | 0xAF),
+            0x81 => at(2) == 0x9F,
+            _ => false,
+        },
+        0xE3 => at(1) == 0x80 && at(2) == 0x80,
+        _ => false,
     }
 }
 
@@ -89,6 +107,17 @@ mod tests {
             let ours: Vec<_> = words(text).collect();
             let std: Vec<_> = text.split_whitespace().collect();
             assert_eq!(ours, std, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn wide_spaces_are_told_by_their_bytes() {
+        for c in (0x80..=0x10FFFF).filter_map(char::from_u32) {
+            let mut buf = [0u8; 4];
+            let bytes = c.encode_utf8(&mut buf).as_bytes();
+            let (width, space) = char_at(c.encode_utf8(&mut [0u8; 4]), 0);
+            assert_eq!((width, space), (c.len_utf8(), c.is_whitespace()), "{c:?}");
+            assert_eq!(is_wide_space(bytes, 0), c.is_whitespace(), "{c:?}");
         }
     }
 

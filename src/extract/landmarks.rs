@@ -29,9 +29,9 @@
 
 use markup5ever::local_name;
 
-use super::linklist::{has_any_role, has_role};
+use super::linklist::{has_role, lists_any_role};
 use super::Keep;
-use crate::dom::{Edge, Element, LocalName, NodeId, Ns, Tree};
+use crate::dom::{Element, LocalName, NodeId, Ns, Tree};
 
 /// Removes the page's non-content landmark regions; returns those removed, outermost only, in
 /// document order.
@@ -52,15 +52,14 @@ pub fn find(tree: &Tree, keep: &Keep) -> Vec<NodeId> {
     let prose = super::prose::paragraphs(tree).prose;
     let page_prose = u64::from(prose[body.index()]);
     let mut found = Vec::new();
-    let mut walk = tree.traverse(body);
-    while let Some(edge) = walk.next() {
-        let Edge::Open(id) = edge else { continue };
+    let mut walk = tree.walk(body);
+    while let Some(id) = walk.next() {
         let Some(e) = tree.element(id) else { continue };
         if !marks.is_landmark(tree, id, e) {
             continue;
         }
         let most_prose = u64::from(prose[id.index()]) * 2 > page_prose;
-        if !most_prose && !marks.holds_main[id.index()] && !keep.contains(id) {
+        if !most_prose && !marks.holds_main(tree, id) && !keep.contains(id) {
             found.push(id);
             walk.skip_children();
         }
@@ -68,46 +67,33 @@ pub fn find(tree: &Tree, keep: &Keep) -> Vec<NodeId> {
     found
 }
 
-/// Per-node facts the decision needs from ancestors and descendants.
+/// What the decision needs from a node's ancestors and descendants.
 struct Marks {
-    /// Inside `article`, `aside`, `main`, `nav` or `section` (the node itself not counted).
-    scoped: Vec<bool>,
-    /// Inside a `blockquote`, whose footer is the quote's attribution.
-    quoted: Vec<bool>,
-    /// The subtree holds `<main>` or `role=main` (the node itself included).
-    holds_main: Vec<bool>,
+    /// The elements that are `<main>` or `role=main`, in document order, removed ones included.
+    mains: Vec<usize>,
 }
 
 impl Marks {
-    /// A forward pass carries scopes down, a reverse pass carries "holds main" up.
+    /// One pass for the mains. Scopes are looked up by climbing from the few headers and
+    /// footers that need them, which costs less than carrying them down to every node.
     fn compute(tree: &Tree) -> Marks {
-        let n = tree.len();
-        let mut scoped = vec![false; n];
-        let mut quoted = vec![false; n];
-        let mut holds_main = vec![false; n];
-        for i in 0..n {
-            let Some(id) = tree.node_at(i) else { continue };
-            if let Some(parent) = tree.parent(id) {
-                let (p, element) = (parent.index(), tree.element(parent));
-                scoped[i] = scoped[p] || element.is_some_and(is_sectioning);
-                quoted[i] =
-                    quoted[p] || element.is_some_and(|e| html_named(e, &local_name!("blockquote")));
-            }
-            holds_main[i] = tree.element(id).is_some_and(|e| {
-                e.name == local_name!("main") || has_role(tree, id, "main")
-            });
-        }
-        for i in (1..n).rev() {
-            let parent = tree.node_at(i).and_then(|id| tree.parent(id));
-            if let (Some(parent), true) = (parent, holds_main[i]) {
-                holds_main[parent.index()] = true;
-            }
-        }
-        Marks {
-            scoped,
-            quoted,
-            holds_main,
-        }
+        let mains = (0..tree.len())
+            .filter_map(|i| tree.node_at(i))
+            .filter(|&id| {
+                tree.element(id).is_some_and(|e| {
+                    e.name == local_name!("main") || has_role(tree, id, "main")
+                })
+            })
+            .map(NodeId::index)
+            .collect();
+        Marks { mains }
+    }
+
+    /// Whether the subtree holds `<main>` or `role=main` (the node itself included).
+    fn holds_main(&self, tree: &Tree, id: NodeId) -> bool {
+        let (start, end) = (id.index(), id.index() + tree.descendants(id).len());
+        let first = self.mains.partition_point(|&m| m < start);
+        self.mains.get(first).is_some_and(|&m| m < end)
     }
 
     /// Whether the element is a non-content landmark.
@@ -120,19 +106,36 @@ impl Marks {
             "dialog",
             "alertdialog",
         ];
-        if has_any_role(tree, id, &ROLES) {
-            return true;
+        if let Some(role) = tree.attr_named(id, &local_name!("role")) {
+            // An explicit role says what the element is.
+            return lists_any_role(role, &ROLES);
         }
-        if e.ns != Ns::Html || tree.attr_named(id, &local_name!("role")).is_some() {
-            return false; // an explicit role says what the element is
+        if e.ns != Ns::Html {
+            return false;
         }
         match e.name {
-            local_name!("header") => !self.scoped[id.index()],
-            local_name!("footer") => !self.quoted[id.index()],
+            // Not inside `article`, `aside`, `main`, `nav` or `section`.
+            local_name!("header") => !has_ancestor(tree, id, is_sectioning),
+            // Not inside a `blockquote`, whose footer is the quote's attribution.
+            local_name!("footer") => {
+                !has_ancestor(tree, id, |e| html_named(e, &local_name!("blockquote")))
+            }
             local_name!("aside") => true,
             _ => false,
         }
     }
+}
+
+/// Whether an ancestor of the node (not the node itself) is an element `test` accepts.
+fn has_ancestor(tree: &Tree, id: NodeId, test: impl Fn(&Element) -> bool) -> bool {
+    let mut ancestor = tree.parent(id);
+    while let Some(a) = ancestor {
+        if tree.element(a).is_some_and(&test) {
+            return true;
+        }
+        ancestor = tree.parent(a);
+    }
+    false
 }
 
 fn html_named(e: &Element, name: &LocalName) -> bool {

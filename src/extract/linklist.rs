@@ -44,7 +44,7 @@ use markup5ever::local_name;
 
 use super::prose::{main_content, paragraphs};
 use super::{kept_stats, non_link_chars, Containers, Keep, Settings};
-use crate::dom::{Edge, Element, NodeId, NodeStats, Ns, Tree};
+use crate::dom::{Element, NodeId, NodeStats, Ns, Tree};
 
 /// Removes the link-dense blocks of the page's body; returns the blocks removed, outermost
 /// only, in document order.
@@ -73,9 +73,8 @@ pub fn find(tree: &Tree, settings: &Settings, keep: &Keep) -> Vec<NodeId> {
         page: kept[body.index()],
     };
     let mut found = Vec::new();
-    let mut walk = tree.traverse(body);
-    while let Some(edge) = walk.next() {
-        let Edge::Open(id) = edge else { continue };
+    let mut walk = tree.walk(body);
+    while let Some(id) = walk.next() {
         let Some(e) = tree.element(id) else { continue };
         if id == body {
             continue;
@@ -189,10 +188,14 @@ pub fn has_role(tree: &Tree, id: NodeId, role: &str) -> bool {
 
 /// Whether the element's `role` attribute lists any of `roles` (ASCII case ignored).
 pub fn has_any_role(tree: &Tree, id: NodeId, roles: &[&str]) -> bool {
-    tree.attr_named(id, &local_name!("role")).is_some_and(|r| {
-        r.split_ascii_whitespace()
-            .any(|t| roles.iter().any(|role| t.eq_ignore_ascii_case(role)))
-    })
+    tree.attr_named(id, &local_name!("role")).is_some_and(|r| lists_any_role(r, roles))
+}
+
+/// Whether a `role` attribute's value lists any of `roles` (ASCII case ignored).
+pub fn lists_any_role(value: &str, roles: &[&str]) -> bool {
+    value
+        .split_ascii_whitespace()
+        .any(|t| roles.iter().any(|role| t.eq_ignore_ascii_case(role)))
 }
 
 #[cfg(test)]
