@@ -29,7 +29,8 @@
 #   --pith-ports "P D [C]"  ports of the pass, declutter and declutter+cache listeners
 #                (default "18111 18112 18113")
 #   --pith "…"   which pith listeners to run (default "pass declutter cache")
-#   --no-build   use the target/release/pith already built instead of building it
+#   --no-build   use the target/release/pith already built instead of building it (under
+#                $CARGO_TARGET_DIR when that is set, as cargo would)
 #   --page-age D days to date the origin's pages back when this script starts the origin
 #                (default 30; 0 leaves them dated now)
 #
@@ -134,7 +135,7 @@ for port in "$pass_port" "$declutter_port" "$cache_port"; do
 done
 
 [ "$build" = 0 ] || (cd "$repo_root" && cargo build --release --bin pith)
-pith_bin=$repo_root/target/release/pith
+pith_bin=${CARGO_TARGET_DIR:-$repo_root/target}/release/pith
 [ -x "$pith_bin" ] || { echo "perf.sh: no $pith_bin; run without --no-build" >&2; exit 1; }
 
 run=$(mktemp -d "${TMPDIR:-/tmp}/pith-perf.XXXXXX")

@@ -35,7 +35,7 @@ use rustc_hash::FxHashMap;
 
 use markup5ever::local_name;
 
-use super::{Edge, LocalName, NodeId, Ns, Tree};
+use super::{LocalName, NodeId, Ns, Tree};
 use parse::Parser;
 use prefix::PrefixTree;
 
@@ -226,12 +226,7 @@ impl std::str::FromStr for Selector {
 /// order. Removed subtrees are skipped; ancestors outside `root` still count for combinators, as
 /// in the DOM's `querySelectorAll`.
 pub fn select_all(tree: &Tree, root: NodeId, sel: &Selector) -> Vec<NodeId> {
-    tree.traverse(root)
-        .filter_map(|edge| match edge {
-            Edge::Open(id) if sel.matches(tree, id) => Some(id),
-            _ => None,
-        })
-        .collect()
+    tree.walk(root).filter(|&id| sel.matches(tree, id)).collect()
 }
 
 /// Many selectors matched in one walk over the tree, each element testing only the selectors
@@ -498,8 +493,7 @@ fn walk(sets: &[&SelectorSet], tree: &Tree, root: NodeId, mut on_key: Option<OnK
     }
     let split_classes = on_key.is_some() || sets.iter().any(|s| !s.by_class.is_empty());
     let mut candidates: Vec<Vec<u32>> = vec![Vec::new(); sets.len()];
-    for edge in tree.traverse(root) {
-        let Edge::Open(id) = edge else { continue };
+    for id in tree.walk(root) {
         let Some(element) = tree.element(id) else {
             continue;
         };
@@ -854,6 +848,7 @@ impl AttrTest {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dom::Edge;
 
     /// A page with one of everything the tests select; every element that matters has an id.
     const PAGE: &str = r#"<!DOCTYPE html>

@@ -43,7 +43,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use url::Url;
 
 use crate::dom::select::{Selector, SelectorSet};
-use crate::dom::{Edge, NodeId, NodeKind, Ns, Tree};
+use crate::dom::{NodeId, NodeKind, Ns, Tree};
 use crate::html::ads::{AdFilter, RequestKind};
 
 /// The page requests are judged from when the page URL is unknown: a host that cannot exist
@@ -310,8 +310,7 @@ fn blocked_elements(
     let mut verdicts: HashMap<(&str, RequestKind), bool, foldhash::fast::RandomState> =
         HashMap::with_capacity_and_hasher(256, foldhash::fast::RandomState::default());
     let mut blocked = Vec::new();
-    for edge in tree.traverse(tree.root()) {
-        let Edge::Open(id) = edge else { continue };
+    for id in tree.walk(tree.root()) {
         let Some((raw, kind)) = request_of(tree, id) else {
             continue;
         };
@@ -541,8 +540,7 @@ fn classes_and_ids(tree: &Tree, root: NodeId) -> (Vec<String>, Vec<String>) {
 /// Calls `f` with each class name (`true`) and each non-empty id (`false`) of the elements
 /// under `root`, in document order, repeats included.
 fn for_each_class_and_id<'t>(tree: &'t Tree, root: NodeId, mut f: impl FnMut(bool, &'t str)) {
-    for edge in tree.traverse(root) {
-        let Edge::Open(id) = edge else { continue };
+    for id in tree.walk(root) {
         for (name, value) in tree.attrs(id) {
             if *name == local_name!("class") {
                 value.split_ascii_whitespace().for_each(|class| f(true, class));
