@@ -304,9 +304,8 @@ fn blocked_elements(
     // and need not be resolved either (most of a page's links are its own site's).
     let base_is_page = page_host.is_some() && base.and_then(Url::host_str) == page_host;
     // Keyed by the attribute value as written: a repeated value resolves to the same URL, so
-    // it is resolved and judged once.
-    // The keys come from the page, so the hasher is seeded per process (a page cannot make its
-    // links collide on purpose), and fast on short strings.
+    // it is resolved and judged once. The keys come from the page, so the hasher is seeded per
+    // process (which values collide is not known in advance), and it is fast on short strings.
     let mut verdicts: HashMap<(&str, RequestKind), bool, foldhash::fast::RandomState> =
         HashMap::with_capacity_and_hasher(256, foldhash::fast::RandomState::default());
     let mut blocked = Vec::new();

@@ -163,7 +163,8 @@ const VERDICTS: usize = 65_536;
 /// one insertion, never while a verdict is computed.
 #[derive(Default)]
 struct Verdicts {
-    /// Keyed by page URLs: a hasher seeded per process, so pages cannot aim at one bucket.
+    /// Keyed by page URLs: a hasher seeded per process, so which URLs collide is not known in
+    /// advance, and cheaper than SipHash on keys of a hundred bytes.
     map: std::sync::Mutex<std::collections::HashMap<String, bool, foldhash::fast::RandomState>>,
 }
 
