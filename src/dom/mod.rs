@@ -310,6 +310,11 @@ impl Tree {
         (parent != NONE).then_some(NodeId(parent))
     }
 
+    /// The node's ancestors, its parent first and the document last.
+    pub fn ancestors(&self, id: NodeId) -> impl Iterator<Item = NodeId> + '_ {
+        std::iter::successors(self.parent(id), |&a| self.parent(a))
+    }
+
     /// The node's first child.
     pub fn first_child(&self, id: NodeId) -> Option<NodeId> {
         let first = id.0 + 1;
@@ -743,6 +748,19 @@ impl Iterator for Walk<'_> {
 pub(crate) mod tests {
     use super::*;
 
+    /// `html` parsed, then the nodes at the positions `removed` (those that exist) removed: the
+    /// random trees of the property tests that compare a pass over what is kept with a
+    /// reference.
+    pub(crate) fn parse_removing(html: &str, removed: &[usize]) -> Tree {
+        let mut tree = Tree::parse(html);
+        for &i in removed {
+            if let Some(id) = tree.node_at(i) {
+                tree.remove(id);
+            }
+        }
+        tree
+    }
+
     /// The subtree of `id` as `name[children]`, text quoted, comments as `<!…>`.
     fn outline(tree: &Tree, id: NodeId) -> String {
         let mut out = String::new();
@@ -977,12 +995,7 @@ pub(crate) mod tests {
             removed in proptest::collection::vec(0usize..60, 0..4),
             skipped in proptest::collection::vec(0usize..60, 0..4),
         ) {
-            let mut tree = Tree::parse(&html);
-            for &i in &removed {
-                if let Some(id) = tree.node_at(i) {
-                    tree.remove(id);
-                }
-            }
+            let tree = parse_removing(&html, &removed);
             let skip = |id: NodeId| skipped.contains(&id.index());
             for start in tree.descendants(tree.root()) {
                 let expected = reference_edges(&tree, start, &skip);

@@ -476,7 +476,7 @@ fn walk(sets: &[&SelectorSet], tree: &Tree, root: NodeId, mut on_key: Option<OnK
     let mut armed: Vec<(u32, u32, u32)> = Vec::new();
     let mut scratch = Vec::new();
     if by_name {
-        let mut above: Vec<NodeId> = std::iter::successors(tree.parent(root), |&p| tree.parent(p)).collect();
+        let mut above: Vec<NodeId> = tree.ancestors(root).collect();
         above.reverse();
         for ancestor in above {
             let ns = tree.element(ancestor).map_or(Ns::Html, |e| e.ns);
@@ -1211,7 +1211,7 @@ mod tests {
             // From inside the page, ancestors above the walk's root still count.
             if let Some(inner) = tree.traverse(tree.root()).find_map(|edge| match edge {
                 Edge::Open(id) if tree.element(id).is_some()
-                    && std::iter::successors(tree.parent(id), |&p| tree.parent(p)).count() >= 4 =>
+                    && tree.ancestors(id).count() >= 4 =>
                 {
                     Some(id)
                 }

@@ -563,10 +563,11 @@ impl Guard {
         let page = tree.body().unwrap_or(tree.root());
         let mut kept = vec![false; if keep.is_empty() { 0 } else { tree.len() }];
         for &id in keep {
-            let mut node = Some(id);
-            while let Some(current) = node.filter(|n| !kept[n.index()]) {
-                kept[current.index()] = true;
-                node = tree.parent(current);
+            for node in std::iter::once(id).chain(tree.ancestors(id)) {
+                if kept[node.index()] {
+                    break;
+                }
+                kept[node.index()] = true;
             }
         }
         Guard {

@@ -148,13 +148,11 @@ pub fn keep_only(tree: &mut Tree, keep: &[NodeId]) {
         for d in tree.descendants(id) {
             marks[d.index()] = 2;
         }
-        let mut up = tree.parent(id);
-        while let Some(p) = up {
+        for p in tree.ancestors(id) {
             if marks[p.index()] != 0 {
                 break;
             }
             marks[p.index()] = 1;
-            up = tree.parent(p);
         }
     }
     let root = tree.root();

@@ -115,27 +115,15 @@ impl Marks {
         }
         match e.name {
             // Not inside `article`, `aside`, `main`, `nav` or `section`.
-            local_name!("header") => !has_ancestor(tree, id, is_sectioning),
+            local_name!("header") => !tree.ancestors(id).any(|a| tree.element(a).is_some_and(is_sectioning)),
             // Not inside a `blockquote`, whose footer is the quote's attribution.
-            local_name!("footer") => {
-                !has_ancestor(tree, id, |e| html_named(e, &local_name!("blockquote")))
-            }
+            local_name!("footer") => !tree
+                .ancestors(id)
+                .any(|a| tree.element(a).is_some_and(|e| html_named(e, &local_name!("blockquote")))),
             local_name!("aside") => true,
             _ => false,
         }
     }
-}
-
-/// Whether an ancestor of the node (not the node itself) is an element `test` accepts.
-fn has_ancestor(tree: &Tree, id: NodeId, test: impl Fn(&Element) -> bool) -> bool {
-    let mut ancestor = tree.parent(id);
-    while let Some(a) = ancestor {
-        if tree.element(a).is_some_and(&test) {
-            return true;
-        }
-        ancestor = tree.parent(a);
-    }
-    false
 }
 
 fn html_named(e: &Element, name: &LocalName) -> bool {

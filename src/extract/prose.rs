@@ -179,12 +179,7 @@ mod tests {
             long in 0usize..3,
         ) {
             let html = parts.concat().replace("long text of a paragraph", &LONG.repeat(long));
-            let mut tree = Tree::parse(&html);
-            for &i in &removed {
-                if let Some(id) = tree.node_at(i) {
-                    tree.remove(id);
-                }
-            }
+            let tree = crate::dom::tests::parse_removing(&html, &removed);
             let (ours, expected) = (paragraphs(&tree), reference_paragraphs(&tree));
             proptest::prop_assert_eq!(ours.largest, expected.largest);
             proptest::prop_assert_eq!(ours.prose, expected.prose);

@@ -396,6 +396,8 @@ impl<'f> State<'f> {
             return Ok(Out::Continue);
         }
         if self.in_html_body() {
+            // `in_body`'s rule for character data, written out: a call through `in_body` cost
+            // about 0.03 M instructions more per page, as did sending the tags through it.
             self.reconstruct()?;
             self.append_text(text)?;
             return Ok(Out::Continue);

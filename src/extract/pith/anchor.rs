@@ -118,21 +118,14 @@ pub fn find(tree: &Tree, title: &Title) -> Option<NodeId> {
         }
     }
     let (_, heading) = best?;
-    let mut up = tree.parent(heading);
-    while let Some(p) = up {
-        if tree
-            .element(p)
-            .is_some_and(|e| e.ns == Ns::Html && e.name == local_name!("article"))
-        {
-            // An article holding little besides its heading wraps the title alone (the story
-            // is elsewhere): no anchor then.
-            let s = tree.stats(p);
-            let text = s.text_chars.saturating_sub(s.link_text_chars);
-            return (text >= MIN_ANCHOR_TEXT).then_some(p);
-        }
-        up = tree.parent(p);
-    }
-    None
+    let article = tree.ancestors(heading).find(|&p| {
+        tree.element(p).is_some_and(|e| e.ns == Ns::Html && e.name == local_name!("article"))
+    })?;
+    // An article holding little besides its heading wraps the title alone (the story is
+    // elsewhere): no anchor then.
+    let s = tree.stats(article);
+    let text = s.text_chars.saturating_sub(s.link_text_chars);
+    (text >= MIN_ANCHOR_TEXT).then_some(article)
 }
 
 /// The least non-link text (characters) of an article that is the story, not its title.

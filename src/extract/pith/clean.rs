@@ -461,14 +461,6 @@ fn in_quote(tree: &Tree, id: NodeId) -> bool {
 
 /// Whether an ancestor within a few levels is a `tag` element.
 fn has_ancestor(tree: &Tree, id: NodeId, tag: &str) -> bool {
-    let mut up = tree.parent(id);
-    for _ in 0..8 {
-        let Some(p) = up else { return false };
-        if tree.tag(p) == Some(tag) {
-            return true;
-        }
-        up = tree.parent(p);
-    }
-    false
+    tree.ancestors(id).take(8).any(|p| tree.tag(p) == Some(tag))
 }
 
