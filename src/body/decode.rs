@@ -93,25 +93,36 @@ impl Decoder {
     /// `end` says this is the last chunk (it may be empty): then the stream must be complete,
     /// else [`DecodeError::Truncated`].
     pub fn decode(&mut self, input: &[u8], end: bool) -> Result<Vec<u8>, DecodeError> {
+        let mut out = Vec::new();
+        self.decode_into(input, end, &mut out)?;
+        Ok(out)
+    }
+
+    /// As [`Decoder::decode`], but appends the decoded bytes to `out`: a caller gathering a
+    /// whole body spares a copy of every byte (and, for an identity body, copies it once).
+    /// After an error `out` may hold part of the chunk's output.
+    pub fn decode_into(&mut self, input: &[u8], end: bool, out: &mut Vec<u8>) -> Result<(), DecodeError> {
         match &self.state {
             State::Failed(err) => return Err(replay(err)),
-            State::Ended if input.is_empty() => return Ok(Vec::new()),
+            State::Ended if input.is_empty() => return Ok(()),
             State::Ended => return Err(self.after_end()),
             State::Open => {}
         }
+        // The sink writes straight into the caller's buffer for the length of this call.
+        std::mem::swap(&mut self.sink.out, out);
         let result = push(&mut self.stages, &mut self.sink, input).and_then(|()| match end {
             true => self.stages.iter().try_for_each(Stage::finish),
             false => Ok(()),
         });
+        std::mem::swap(&mut self.sink.out, out);
         match result {
             Ok(()) => {
                 if end {
                     self.state = State::Ended;
                 }
-                Ok(std::mem::take(&mut self.sink.out))
+                Ok(())
             }
             Err(err) => {
-                self.sink.out = Vec::new();
                 self.state = State::Failed(replay(&err));
                 Err(err)
             }
@@ -197,7 +208,7 @@ fn corrupt(coding: Coding, source: io::Error) -> DecodeError {
 
 /// The end of the chain: collects decoded bytes for the caller and enforces the cap.
 struct Sink {
-    /// Output of the current `decode` call.
+    /// The caller's buffer while a `decode_into` call runs; empty between calls.
     out: Vec<u8>,
     /// Bytes accepted over the decoder's life; never above `limit`.
     total: u64,

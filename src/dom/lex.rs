@@ -143,16 +143,29 @@ impl Names {
         }
     }
 
-    /// `raw`, a name as written, lower-cased (U+0000 replaced) and interned.
-    fn get(&mut self, raw: &str) -> LocalName {
-        let bytes = raw.as_bytes();
-        if bytes.is_empty() || bytes.len() >= 16 {
+    /// `src[start..end]`, a name as written, lower-cased (U+0000 replaced) and interned.
+    ///
+    /// The key is read from the input in one 16-byte load and masked to the name: copying the
+    /// name's few bytes into a buffer and loading that as one word would stall the load until
+    /// the byte stores drain, on every tag and attribute of the page.
+    fn get(&mut self, src: &str, start: usize, end: usize) -> LocalName {
+        let raw = &src[start..end];
+        let len = raw.len();
+        if len == 0 || len >= 16 {
             return LocalName::from(&*lower_name(raw));
         }
-        let mut packed = [0u8; 16];
-        packed[..bytes.len()].copy_from_slice(bytes);
-        packed[15] = bytes.len() as u8;
-        self.lookup(u128::from_le_bytes(packed), raw)
+        let word = match src.as_bytes().get(start..start + 16).and_then(|s| <[u8; 16]>::try_from(s).ok()) {
+            Some(word) => u128::from_le_bytes(word),
+            // Near the end of the input: the name's bytes alone.
+            None => {
+                let mut packed = [0u8; 16];
+                packed[..len].copy_from_slice(raw.as_bytes());
+                u128::from_le_bytes(packed)
+            }
+        };
+        // `len` < 16: the name's bytes, zero above them, and its length in the last byte.
+        let key = (word & ((1u128 << (8 * len)) - 1)) | ((len as u128) << 120);
+        self.lookup(key, raw)
     }
 
     /// The atom for `raw`, whose key (bytes and length packed) is `key`.
@@ -464,7 +477,7 @@ impl<S: Sink> Lexer<'_, S> {
     fn tag(&mut self, kind: TagKind, start: usize) -> bool {
         let len = self.bytes.len();
         let i = run_end(self.bytes, start, SPACE | SLASH | GT);
-        let name = self.names.get(&self.src[start..i]);
+        let name = self.names.get(self.src, start, i);
         let mut attrs: Vec<Attribute> = Vec::new();
         let mut self_closing = false;
         self.pos = i;
@@ -521,7 +534,7 @@ impl<S: Sink> Lexer<'_, S> {
         let start = self.pos;
         // A leading `=` belongs to the name.
         let i = run_end(self.bytes, start + 1, SPACE | SLASH | GT | EQ);
-        let name = self.names.get(&self.src[start..i]);
+        let name = self.names.get(self.src, start, i);
         self.pos = skip_spaces(self.bytes, i);
         let value = if self.bytes.get(self.pos) == Some(&b'=') {
             self.pos = skip_spaces(self.bytes, self.pos + 1);
@@ -892,7 +905,11 @@ mod tests {
         for round in 0..3 {
             for raw in &written {
                 let expected = super::LocalName::from(&*super::lower_name(raw));
-                assert_eq!(names.get(raw), expected, "{raw:?} in round {round}");
+                // Alone (the key is copied) and inside longer input (the key is loaded and
+                // masked), with different bytes after it each time.
+                assert_eq!(names.get(raw, 0, raw.len()), expected, "{raw:?} in round {round}");
+                let padded = format!("<{raw} x=\"{}\">", "y".repeat(round * 7));
+                assert_eq!(names.get(&padded, 1, 1 + raw.len()), expected, "{padded:?} in round {round}");
             }
         }
     }

@@ -211,38 +211,24 @@ fn count_element(e: &Element, input_type: Option<&str>, own: &mut NodeStats) {
 
 /// Characters and words of one text node, whitespace runs collapsed and ends trimmed.
 ///
-/// Most page text is ASCII: that is counted in one pass over the bytes (ASCII whitespace is
-/// exactly what [`super::words`] splits on below U+0080). Other text is counted over its bytes
-/// too: continuation bytes add nothing, and only the few lead bytes that can start non-ASCII
-/// whitespace need a closer look.
+/// One pass over the bytes, eight at a time. ASCII whitespace is exactly what
+/// [`super::words`] splits on below U+0080; a byte from 0x80 up is part of a character that
+/// is not whitespace, unless its lead byte is one of the few that can start non-ASCII
+/// whitespace (0xC2, 0xE1 to 0xE3): eight bytes holding such a lead are counted one by one.
 fn count_text(text: &str) -> (u32, u32) {
-    let bytes = text.as_bytes();
-    if text.is_ascii() {
-        let (chars, words) = count_ascii(bytes);
-        return (chars + words.saturating_sub(1), words);
-    }
-    let (mut chars, mut words, mut in_word) = (0u32, 0u32, false);
-    for (i, &b) in bytes.iter().enumerate() {
-        let space = match b {
-            b' ' | b'\t' | b'\n' | b'\x0B' | b'\x0C' | b'\r' => true,
-            0x80..=0xBF => continue, // inside a character counted at its lead byte
-            0xC2 | 0xE1 | 0xE2 | 0xE3 => super::words::is_wide_space(bytes, i),
-            _ => false,
-        };
-        chars += u32::from(!space);
-        words += u32::from(!space && !in_word);
-        in_word = !space;
-    }
+    let (chars, words) = count_utf8(text.as_bytes());
     (chars + words.saturating_sub(1), words)
 }
 
-/// Non-whitespace characters and words of ASCII text, eight bytes at a time: each byte's top
-/// bit is set when it is not whitespace (every byte is below 0x80, so the sums below never
-/// carry into the next byte), and a word starts at such a byte whose predecessor is whitespace.
-fn count_ascii(bytes: &[u8]) -> (u32, u32) {
+/// Non-whitespace characters and words of UTF-8 text. In the eight-byte steps each byte's
+/// top bit marks it *solid*: not whitespace, or inside a character that is not. Every byte
+/// is below 0x80 once that bit is cleared, so the sums below never carry into the next byte.
+/// A character is counted at its first byte (a continuation byte is 0b10xx_xxxx), and a
+/// word starts at a solid byte whose predecessor is not solid.
+fn count_utf8(bytes: &[u8]) -> (u32, u32) {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
-    // The top bit of each byte that is not whitespace: not 0x20 and not in 0x09..=0x0D.
+    // The top bit of each byte below 0x80 that is not whitespace: not 0x20, not 0x09..=0x0D.
     let solid = |x: u64| {
         let y = x ^ (0x20 * ONES);
         let not_blank = (y.wrapping_add(0x7F * ONES) | y) & HIGH;
@@ -250,28 +236,61 @@ fn count_ascii(bytes: &[u8]) -> (u32, u32) {
         let from_so = x.wrapping_add((0x80 - 0x0E) * ONES);
         not_blank & !(from_tab & !from_so)
     };
+    // The top bit of each zero byte.
+    let zeros = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
     // Bytes whose top bit is set, at most eight.
     let count = |flags: u64| ((flags >> 7).wrapping_mul(ONES) >> 56) as u32;
     let (mut chars, mut words) = (0u32, 0u32);
-    // The top bit of the lowest byte set when the byte before the chunk was not whitespace.
+    // The top bit of the lowest byte set when the character before the step is solid.
     let mut carry = 0u64;
-    let mut chunks = bytes.chunks_exact(8);
-    for chunk in &mut chunks {
+    let mut i = 0;
+    while let Some(chunk) = bytes.get(i..i + 8) {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
-        let ns = solid(u64::from_le_bytes(word));
-        chars += count(ns);
+        let x = u64::from_le_bytes(word);
+        let high = x & HIGH;
+        // 0xC2, or 0xE0 to 0xE3 (0xE0 only costs the slow path).
+        if high != 0 && zeros(x ^ (0xC2 * ONES)) | zeros((x & (0xFC * ONES)) ^ (0xE0 * ONES)) != 0 {
+            let (c, w, end, in_word) = count_bytes(bytes, i, i + 8, carry != 0);
+            (chars, words, i, carry) = (chars + c, words + w, end, u64::from(in_word) << 7);
+            continue;
+        }
+        let ns = solid(x & !HIGH) | high;
+        let continuation = high & !(x << 1);
+        chars += count(ns & !continuation);
         words += count(ns & !((ns << 8) | carry));
         carry = ns >> 56;
+        i += 8;
     }
-    let mut in_word = carry != 0;
-    for &b in chunks.remainder() {
-        let space = matches!(b, b' ' | b'\t' | b'\n' | b'\x0B' | b'\x0C' | b'\r');
+    let (c, w, _, _) = count_bytes(bytes, i, bytes.len(), carry != 0);
+    (chars + c, words + w)
+}
+
+/// The byte-by-byte count of `bytes[from..]` for [`count_utf8`], from `from` (a character's
+/// start) to the first character that starts at or after `to`: non-whitespace characters,
+/// words begun, where it stopped, and whether the last character was solid.
+fn count_bytes(bytes: &[u8], from: usize, to: usize, mut in_word: bool) -> (u32, u32, usize, bool) {
+    let (mut chars, mut words) = (0u32, 0u32);
+    let mut i = from;
+    while let Some(&b) = bytes.get(i) {
+        let space = match b {
+            b' ' | b'\t' | b'\n' | b'\x0B' | b'\x0C' | b'\r' => true,
+            0x80..=0xBF => {
+                i += 1;
+                continue; // inside a character counted at its lead byte
+            }
+            0xC2 | 0xE1 | 0xE2 | 0xE3 => super::words::is_wide_space(bytes, i),
+            _ => false,
+        };
+        if i >= to {
+            break;
+        }
         chars += u32::from(!space);
         words += u32::from(!space && !in_word);
         in_word = !space;
+        i += 1;
     }
-    (chars, words)
+    (chars, words, i, in_word)
 }
 
 /// Whether an element, by its name, never displays its content in a browser with scripts on:
@@ -440,10 +459,11 @@ mod tests {
             proptest::prop_assert_eq!(count_text(&text), expected);
         }
 
-        /// Both passes count what the word-by-word count does.
+        /// Text of any script counts what the word-by-word count does: the eight-byte steps,
+        /// the byte-by-byte stretches around the leads of wide spaces, and the steps between.
         #[test]
         fn text_counts_are_those_of_the_words(
-            text in "[ a-zA-Z\t\n\x0B\x0C\r\x1C.,é\u{a0}\u{85}\u{1680}\u{2003}\u{2019}\u{2028}\u{205f}\u{3000}日]{0,40}"
+            text in "[ a-zA-Z\t\n\x0B\x0C\r\x1C.,é©жあ—😀\u{a0}\u{85}\u{1680}\u{2003}\u{2019}\u{2028}\u{205f}\u{3000}\u{800}日]{0,60}"
         ) {
             let words: Vec<&str> = text.split_whitespace().collect();
             let chars: usize = words.iter().map(|w| w.chars().count()).sum();
