@@ -495,15 +495,21 @@ impl Tree {
         self.has(id, flag::BLOCK)
     }
 
-    /// Per node in document order, the parent's index ([`NodeId::index`]; `usize::MAX` for the
-    /// document) and what a paragraph measure needs of the node: the non-link visible
-    /// characters of a text node not removed, else `None`, and whether it is a block element.
-    /// For bottom-up passes over the whole tree that would otherwise look each of these up
-    /// through a [`NodeId`].
+    /// Per node of `nodes` (indices, in document order), the parent's index ([`NodeId::index`];
+    /// `usize::MAX` for the document) and what a paragraph measure needs of the node: the
+    /// non-link visible characters of a text node not removed, else `None`, and whether it is a
+    /// block element. For bottom-up passes over the whole tree or a subtree (a subtree's nodes
+    /// are one run) that would otherwise look each of these up through a [`NodeId`].
+    ///
+    /// # Panics
+    ///
+    /// When `nodes` reaches past the last node: a caller's mistake.
     pub fn paragraph_inputs(
         &self,
+        nodes: std::ops::Range<usize>,
     ) -> impl DoubleEndedIterator<Item = (usize, Option<u32>, bool)> + ExactSizeIterator + '_ {
-        self.nodes.iter().zip(&self.flags).zip(&self.stats).map(|((node, &flags), stats)| {
+        let (n, f, s) = (&self.nodes[nodes.clone()], &self.flags[nodes.clone()], &self.stats[nodes]);
+        n.iter().zip(f).zip(s).map(|((node, &flags), stats)| {
             let parent = if node.parent == NONE { usize::MAX } else { node.parent as usize };
             let counted = flags & (flag::TEXT | flag::REMOVED | flag::IN_LINK) == flag::TEXT;
             (parent, counted.then_some(stats.text_chars), flags & flag::BLOCK != 0)

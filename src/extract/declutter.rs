@@ -116,7 +116,7 @@ impl Baseline {
     /// its non-link text; 1 for a page with neither.
     fn kept_share(&self, tree: &Tree) -> f64 {
         if self.main_prose > 0 {
-            let kept = prose::paragraphs(tree).prose[self.main.index()];
+            let kept = prose::prose_within(tree, self.main);
             return f64::from(kept) / f64::from(self.main_prose);
         }
         if self.non_link == 0 {

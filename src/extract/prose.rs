@@ -39,7 +39,7 @@ pub fn paragraphs(tree: &Tree) -> Paragraphs {
     // Per node, the counted text of its subtree outside the blocks in it: its part of the
     // paragraph of its nearest block ancestor.
     let mut inline = vec![0u32; n];
-    for (i, (parent, text, block)) in tree.paragraph_inputs().enumerate().rev() {
+    for (i, (parent, text, block)) in tree.paragraph_inputs(0..tree.len()).enumerate().rev() {
         let up = match text {
             Some(chars) => chars,
             None if block || parent == usize::MAX => {
@@ -57,6 +57,34 @@ pub fn paragraphs(tree: &Tree) -> Paragraphs {
         }
     }
     Paragraphs { largest, prose }
+}
+
+/// [`Paragraphs::prose`] of one node alone, from a pass over its subtree only: what the
+/// safety net asks after every run of removers, for the main content, which is mostly a small
+/// part of the page. A subtree is a contiguous run of nodes, so this is the reverse pass of
+/// [`paragraphs`] over that run, with the node as its top: text of the node's own that no
+/// block inside it holds belongs to a paragraph of its parent's, unless the node is a block.
+pub fn prose_within(tree: &Tree, id: NodeId) -> u32 {
+    let (start, len) = (id.index(), tree.descendants(id).len());
+    let mut prose = vec![0u32; len];
+    let mut inline = vec![0u32; len];
+    for (j, (parent, text, block)) in tree.paragraph_inputs(start..start + len).enumerate().rev() {
+        let up = match text {
+            Some(chars) => chars,
+            None if block || parent == usize::MAX => {
+                let own = inline[j];
+                prose[j] = prose[j].saturating_add(if own >= PROSE_CHARS { own } else { 0 });
+                0
+            }
+            None => inline[j],
+        };
+        // The top's parent lies outside the run (its `parent` is below `start`).
+        if let Some(p) = parent.checked_sub(start).filter(|_| j > 0) {
+            inline[p] += up;
+            prose[p] = prose[p].saturating_add(prose[j]);
+        }
+    }
+    prose.first().copied().unwrap_or(0)
 }
 
 /// The page's main content: the deepest element holding more than half of the body's prose,
@@ -181,8 +209,13 @@ mod tests {
             let html = parts.concat().replace("long text of a paragraph", &LONG.repeat(long));
             let tree = crate::dom::tests::parse_removing(&html, &removed);
             let (ours, expected) = (paragraphs(&tree), reference_paragraphs(&tree));
-            proptest::prop_assert_eq!(ours.largest, expected.largest);
-            proptest::prop_assert_eq!(ours.prose, expected.prose);
+            proptest::prop_assert_eq!(&ours.largest, &expected.largest);
+            proptest::prop_assert_eq!(&ours.prose, &expected.prose);
+            // The pass over one subtree gives each node what the whole pass does.
+            for i in 0..tree.len() {
+                let id = tree.node_at(i).expect("node");
+                proptest::prop_assert_eq!(prose_within(&tree, id), expected.prose[i], "node {}", i);
+            }
         }
     }
 

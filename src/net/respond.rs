@@ -102,9 +102,13 @@ pub async fn respond_outcome(state: &State, ex: &Exchange<'_>, resp: Response<In
     };
     let origin_bytes = raw.iter().map(|b| b.len() as u64).sum();
     let content_type = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
-    let page = transform(ex.profile, decoded, content_type, ex.host, ex.url).await?;
+    let mut page = transform(ex.profile, decoded, content_type, ex.host, ex.url).await?;
     let coding = codec::choose_encoding(ex.accept_encoding.as_ref().and_then(|v| v.to_str().ok()));
-    let body = codec::encode_all(coding, &page.body).map_err(|source| ProxyError::Encode { source })?;
+    let body = match coding {
+        // The page as it is: an identity encoder would only copy it.
+        Coding::Identity => std::mem::take(&mut page.body),
+        _ => codec::encode_all(coding, &page.body).map_err(|source| ProxyError::Encode { source })?,
+    };
     rewrite_headers(&mut parts.headers, &page, coding, body.len(), ex.profile, state);
     Ok(Outcome::Rewritten(Rewritten { parts, body: Bytes::from(body), origin_bytes }))
 }
