@@ -100,6 +100,11 @@ fn prescan(head: &[u8]) -> Option<&'static Encoding> {
     };
     while scanner.pos < head.len() {
         let rest = &head[scanner.pos..];
+        if rest.first() != Some(&b'<') {
+            // Every step below starts at a `<`; text between tags is skipped in one search.
+            scanner.pos += memchr::memchr(b'<', rest).unwrap_or(rest.len());
+            continue;
+        }
         if rest.starts_with(b"<!--") {
             // `-->` may share its dashes with `<!--`, so `<!-->` is a whole comment.
             let end = find(&rest[2..], b"-->")?;
