@@ -19,6 +19,7 @@
 //! markup and on every development page.
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 
 use markup5ever::data::{C1_REPLACEMENTS, NAMED_ENTITIES};
 use markup5ever::interface::{Attribute, QualName};
@@ -47,7 +48,7 @@ pub(super) fn run<'s, S: Sink<'s>>(html: &'s str, sink: &S, stop: impl Fn() -> b
     let mut lexer = Lexer {
         src: html,
         bytes: html.as_bytes(),
-        buf: StrTendril::from(html),
+        buf: OnceCell::new(),
         pos: 0,
         text: Pending::Empty,
         owned: String::new(),
@@ -92,6 +93,9 @@ pub(super) trait Sink<'s> {
     /// the run is one slice of it.
     fn text(&self, text: &str, shared: impl FnOnce() -> StrTendril);
 
+    /// A comment, as [`Sink::text`] hands over character data.
+    fn comment(&self, text: &str, shared: impl FnOnce() -> StrTendril);
+
     /// Whether the adjusted current node is in a foreign namespace (`<![CDATA[` is then a
     /// CDATA section, not a bogus comment).
     fn in_foreign_content(&self) -> bool;
@@ -130,6 +134,10 @@ impl<T: TokenSink> Sink<'_> for Tokens<'_, T> {
         let _ = self.0.process_token(Token::CharacterTokens(shared()), 0);
     }
 
+    fn comment(&self, _text: &str, shared: impl FnOnce() -> StrTendril) {
+        let _ = self.0.process_token(Token::CommentToken(shared()), 0);
+    }
+
     fn in_foreign_content(&self) -> bool {
         self.0.adjusted_current_node_present_but_not_in_html_namespace()
     }
@@ -139,12 +147,14 @@ impl<T: TokenSink> Sink<'_> for Tokens<'_, T> {
     }
 }
 
-/// Where the lexer stands: the input as text, bytes and one shared tendril, and the pending run
-/// of character data (flushed as one token before anything else is emitted).
+/// Where the lexer stands: the input as text and bytes, and the pending run of character data
+/// (flushed as one token before anything else is emitted).
 struct Lexer<'s, 'k, S> {
     src: &'s str,
     bytes: &'s [u8],
-    buf: StrTendril,
+    /// The input as one tendril, which tendrils of its slices share; made when the sink first
+    /// asks for such a tendril (html5ever's tree builder does, the direct builder never).
+    buf: OnceCell<StrTendril>,
     pos: usize,
     text: Pending,
     /// The pending text when it is not one slice of the input ([`Pending::Owned`]); kept
@@ -301,7 +311,7 @@ impl<'s, S: Sink<'s>> Lexer<'s, '_, S> {
         if end - start <= INLINE {
             StrTendril::from_slice(&self.src[start..end])
         } else {
-            self.buf.subtendril(start as u32, (end - start) as u32)
+            self.buf.get_or_init(|| StrTendril::from(self.src)).subtendril(start as u32, (end - start) as u32)
         }
     }
 
@@ -493,26 +503,27 @@ impl<'s, S: Sink<'s>> Lexer<'s, '_, S> {
                 }
             }
         };
-        let content = self.replace_nul(start, content_end);
         self.pos = next;
-        let _ = self.emit(Token::CommentToken(content));
+        self.emit_comment(start, content_end);
     }
 
     /// A bogus comment: everything from `start` up to the next `>`.
     fn bogus_comment(&mut self, start: usize) {
         let end = memchr::memchr(b'>', &self.bytes[start..]).map_or(self.bytes.len(), |i| start + i);
-        let content = self.replace_nul(start, end);
         self.pos = (end + 1).min(self.bytes.len());
-        let _ = self.emit(Token::CommentToken(content));
+        self.emit_comment(start, end);
     }
 
-    /// `src[start..end]` with U+0000 replaced by U+FFFD.
-    fn replace_nul(&self, start: usize, end: usize) -> StrTendril {
+    /// A comment whose content is `src[start..end]`, with U+0000 replaced by U+FFFD.
+    fn emit_comment(&mut self, start: usize, end: usize) {
+        self.flush();
         let raw = &self.src[start..end];
         if memchr::memchr(0, raw.as_bytes()).is_none() {
-            return self.slice(start, end);
+            self.sink.comment(raw, || self.slice(start, end));
+        } else {
+            let text = raw.replace('\0', "\u{fffd}");
+            self.sink.comment(&text, || StrTendril::from_slice(&text));
         }
-        StrTendril::from_slice(&raw.replace('\0', "\u{fffd}"))
     }
 
     /// A tag whose name starts at `start`. Returns whether it was emitted (false at end of
