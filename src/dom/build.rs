@@ -30,7 +30,7 @@ use markup5ever::tendril::TendrilSink;
 use markup5ever::{ns, Attribute, LocalName, Namespace, QualName};
 use typed_arena::Arena;
 
-use super::{Attr, BuildFilter, Element, Filtered, Node, NodeKind, Ns, Span, Tree, Verdict, NONE};
+use super::{Attr, BuildFilter, Element, Filtered, Node, NodeKind, Ns, Span, TagAttr, Tree, Verdict, NONE};
 
 /// Bytes fed to html5ever's tokenizer at a time in the reference parse, so that the depth
 /// guard acts soon after it trips.
@@ -69,7 +69,8 @@ pub(super) fn parse_with_html5ever(
     // Real pages hold about one node per 50 to 100 bytes; reserving avoids most regrowth.
     sink.nodes.borrow_mut().reserve(html.len() / 64);
     let builder = html5ever::tree_builder::TreeBuilder::new(sink, Default::default());
-    super::lex::run(html, &super::lex::Tokens(&builder), || builder.sink.too_deep.get());
+    let html = super::lex::normalise(html);
+    super::lex::run(&html, &super::lex::Tokens(&builder), || builder.sink.too_deep.get());
     let sink = builder.sink;
     let mut filtered = Filtered::default();
     let mut tree = flatten(sink.nodes.into_inner(), filter, &mut filtered);
@@ -477,16 +478,20 @@ fn flatten(mut nodes: Vec<BuildNode<'_>>, filter: Option<&dyn BuildFilter>, filt
         } else {
             new_index[links.parent as usize]
         };
-        let mut data = std::mem::replace(&mut nodes[at as usize].data, Data::Fragment);
-        let verdict = match (filter, &mut data) {
-            (Some(filter), Data::Element { name, attrs, .. }) => filter.element(&name.local, attrs),
+        let data = std::mem::replace(&mut nodes[at as usize].data, Data::Fragment);
+        let mut attrs = match &data {
+            Data::Element { attrs, .. } => attrs.iter().map(tag_attr).collect(),
+            _ => Vec::new(),
+        };
+        let verdict = match (filter, &data) {
+            (Some(filter), Data::Element { name, .. }) => filter.element(&name.local, &mut attrs),
             (Some(filter), Data::Comment(_)) if !filter.keeps_comments() => Verdict::Drop,
             _ => Verdict::Keep { stripped: 0 },
         };
         match verdict {
             Verdict::Keep { stripped } => {
                 filtered.attributes += stripped as u64;
-                new_index[at as usize] = lay_out(&mut tree, parent, data);
+                new_index[at as usize] = lay_out(&mut tree, parent, &data, attrs);
             }
             Verdict::Drop => {
                 // Left out with its whole subtree, none of which gets a place in the tree.
@@ -506,11 +511,11 @@ fn flatten(mut nodes: Vec<BuildNode<'_>>, filter: Option<&dyn BuildFilter>, filt
     tree
 }
 
-/// Appends a node under `parent` (an index of the tree); returns the node's index. Text right
-/// after a text sibling (what stood between them was left out) joins it, as a parser makes one
-/// text node of adjacent character data.
-fn lay_out(tree: &mut Tree, parent: u32, data: Data<'_>) -> u32 {
-    if let (Data::Text(text), Some(last)) = (&data, tree.nodes.last_mut()) {
+/// Appends a node under `parent` (an index of the tree), an element with `attrs`; returns the
+/// node's index. Text right after a text sibling (what stood between them was left out) joins
+/// it, as a parser makes one text node of adjacent character data.
+fn lay_out(tree: &mut Tree, parent: u32, data: &Data<'_>, attrs: Vec<TagAttr<'_>>) -> u32 {
+    if let (Data::Text(text), Some(last)) = (data, tree.nodes.last_mut()) {
         if let NodeKind::Text(span) = &mut last.kind {
             if last.parent == parent && span.end as usize == tree.chars.len() {
                 tree.chars.push_str(text);
@@ -519,7 +524,7 @@ fn lay_out(tree: &mut Tree, parent: u32, data: Data<'_>) -> u32 {
             }
         }
     }
-    let kind = convert(tree, data);
+    let kind = convert(tree, data, attrs);
     tree.nodes.push(Node { parent, end: 0, kind });
     tree.nodes.len() as u32 - 1
 }
@@ -597,14 +602,16 @@ pub(super) fn compute_ends(nodes: &mut [Node]) {
     }
 }
 
-fn convert(tree: &mut Tree, data: Data<'_>) -> NodeKind {
+/// A node of the build arena as a node of the tree; an element gets `attrs` (its own as the
+/// filter left them).
+fn convert(tree: &mut Tree, data: &Data<'_>, attrs: Vec<TagAttr<'_>>) -> NodeKind {
     match data {
         Data::Document | Data::Fragment => NodeKind::Document,
-        Data::Doctype(text) => NodeKind::Doctype(push_str(&mut tree.chars, &text)),
-        Data::Text(text) => NodeKind::Text(push_str(&mut tree.chars, &text)),
-        Data::Comment(text) => NodeKind::Comment(push_str(&mut tree.chars, &text)),
-        Data::Element { name, attrs, .. } => {
-            let attrs = push_attrs(tree, attrs);
+        Data::Doctype(text) => NodeKind::Doctype(push_str(&mut tree.chars, text)),
+        Data::Text(text) => NodeKind::Text(push_str(&mut tree.chars, text)),
+        Data::Comment(text) => NodeKind::Comment(push_str(&mut tree.chars, text)),
+        Data::Element { name, .. } => {
+            let attrs = push_attrs(tree, attrs.into_iter());
             NodeKind::Element(Element {
                 ns: namespace(&name.ns),
                 name: name.local.clone(),
@@ -614,13 +621,21 @@ fn convert(tree: &mut Tree, data: Data<'_>) -> NodeKind {
     }
 }
 
+/// An attribute of html5ever's as a filter and the tree see it.
+fn tag_attr(attr: &Attribute) -> TagAttr<'_> {
+    TagAttr {
+        name: attr_name(&attr.name),
+        value: Cow::Borrowed(&attr.value),
+    }
+}
+
 /// Lays an element's attributes out in the tree; returns their span.
-pub(super) fn push_attrs(tree: &mut Tree, attrs: Vec<Attribute>) -> Span {
+pub(super) fn push_attrs<'a>(tree: &mut Tree, attrs: impl Iterator<Item = TagAttr<'a>>) -> Span {
     let start = tree.attrs.len() as u32;
     for attr in attrs {
         let value = push_str(&mut tree.chars, &attr.value);
         tree.attrs.push(Attr {
-            name: attr_name(attr.name),
+            name: attr.name,
             value,
         });
     }
@@ -640,10 +655,10 @@ pub(super) fn push_str(chars: &mut String, text: &str) -> Span {
 }
 
 /// An attribute's name as written: foreign attributes keep their prefix (`xlink:href`).
-fn attr_name(name: QualName) -> LocalName {
+fn attr_name(name: &QualName) -> LocalName {
     match &name.prefix {
         Some(prefix) => LocalName::from(format!("{}:{}", &**prefix, &*name.local)),
-        None => name.local,
+        None => name.local.clone(),
     }
 }
 

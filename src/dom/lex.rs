@@ -18,35 +18,43 @@
 //! the trees with those built through html5ever's tokenizer, on crafted edge cases, on random
 //! markup and on every development page.
 
+use std::borrow::Cow;
+use std::cell::OnceCell;
+
 use markup5ever::data::{C1_REPLACEMENTS, NAMED_ENTITIES};
 use markup5ever::interface::{Attribute, QualName};
 use markup5ever::tendril::StrTendril;
 use markup5ever::{ns, LocalName};
 use html5ever::tokenizer::states::RawKind;
-use html5ever::tokenizer::{Doctype, Tag, TagKind, Token, TokenSink, TokenSinkResult};
+use html5ever::tokenizer::{Doctype, TagKind, Token, TokenSink, TokenSinkResult};
 
-/// Tokenizes `html` into `sink`, checking `stop` after every tag; ends with the EOF token.
-///
-/// Carriage returns are normalised first (`\r\n` and lone `\r` become `\n`), as the input
-/// stream preprocessing of the specification asks, and a leading byte order mark is dropped.
-pub(super) fn run<S: Sink>(html: &str, sink: &S, stop: impl Fn() -> bool) {
+use super::TagAttr;
+
+/// The input stream preprocessing of the specification, done before [`run`]: a leading byte
+/// order mark is dropped, and carriage returns are normalised (`\r\n` and lone `\r` become
+/// `\n`). Apart from [`run`] so that the tokens, which borrow from the input, can outlive it.
+pub(super) fn normalise(html: &str) -> Cow<'_, str> {
     let html = html.strip_prefix('\u{feff}').unwrap_or(html);
-    let normalised;
-    let html = if memchr::memchr(b'\r', html.as_bytes()).is_some() {
-        normalised = html.replace("\r\n", "\n").replace('\r', "\n");
-        normalised.as_str()
+    if memchr::memchr(b'\r', html.as_bytes()).is_some() {
+        Cow::Owned(html.replace("\r\n", "\n").replace('\r', "\n"))
     } else {
-        html
-    };
+        Cow::Borrowed(html)
+    }
+}
+
+/// Tokenizes `html` (as [`normalise`] leaves it) into `sink`, checking `stop` after every tag;
+/// ends with the EOF token.
+pub(super) fn run<'s, S: Sink<'s>>(html: &'s str, sink: &S, stop: impl Fn() -> bool) {
     let mut lexer = Lexer {
         src: html,
         bytes: html.as_bytes(),
-        buf: StrTendril::from(html),
+        buf: OnceCell::new(),
         pos: 0,
         text: Pending::Empty,
         owned: String::new(),
         sink,
         names: Names::new(),
+        attrs: Vec::new(),
     };
     lexer.data(&stop);
     lexer.flush();
@@ -54,16 +62,39 @@ pub(super) fn run<S: Sink>(html: &str, sink: &S, stop: impl Fn() -> bool) {
     sink.end();
 }
 
-/// What the tokenizer feeds: html5ever's tokens, except that character data comes as a string
-/// slice, so that a sink which copies it into a buffer of its own (the direct builder) gets no
-/// tendril made for it.
-pub(super) trait Sink {
-    /// Any token but character data; says whether the tokenizer switches to a raw-text state.
+/// A start or end tag: html5ever's `Tag`, with attributes that borrow their values from the
+/// input (`'s`) and carry their names as the tree keeps them.
+pub(super) struct Tag<'s> {
+    pub(super) kind: TagKind,
+    pub(super) name: LocalName,
+    pub(super) self_closing: bool,
+    /// In order, without duplicates (the first of a name stays); empty for end tags.
+    pub(super) attrs: Vec<TagAttr<'s>>,
+}
+
+/// What the tokenizer feeds: html5ever's tokens, except that tags come as [`Tag`]s and
+/// character data as a string slice, so that a sink which copies them into buffers of its own
+/// (the direct builder) gets no tendril made for them.
+pub(super) trait Sink<'s> {
+    /// A tag; says whether the tokenizer switches to a raw-text state.
+    fn tag(&self, tag: Tag<'s>) -> TokenSinkResult<()>;
+
+    /// An empty vector for the attributes of a tag: the sink may hand back one a tag brought,
+    /// so that tags after the first cost no allocation.
+    fn spare(&self) -> Vec<TagAttr<'s>> {
+        Vec::new()
+    }
+
+    /// Any token but a tag or character data; says whether the tokenizer switches to a
+    /// raw-text state.
     fn token(&self, token: Token) -> TokenSinkResult<()>;
 
     /// A run of character data; `shared` makes it a tendril, sharing the input's buffer where
     /// the run is one slice of it.
     fn text(&self, text: &str, shared: impl FnOnce() -> StrTendril);
+
+    /// A comment, as [`Sink::text`] hands over character data.
+    fn comment(&self, text: &str, shared: impl FnOnce() -> StrTendril);
 
     /// Whether the adjusted current node is in a foreign namespace (`<![CDATA[` is then a
     /// CDATA section, not a bogus comment).
@@ -76,7 +107,21 @@ pub(super) trait Sink {
 /// html5ever's tree builder, or any [`TokenSink`], as a [`Sink`].
 pub(super) struct Tokens<'t, T>(pub(super) &'t T);
 
-impl<T: TokenSink> Sink for Tokens<'_, T> {
+impl<T: TokenSink> Sink<'_> for Tokens<'_, T> {
+    fn tag(&self, tag: Tag<'_>) -> TokenSinkResult<()> {
+        let attrs = tag
+            .attrs
+            .into_iter()
+            .map(|a| Attribute {
+                name: QualName::new(None, ns!(), a.name),
+                value: StrTendril::from_slice(&a.value),
+            })
+            .collect();
+        let (kind, name, self_closing) = (tag.kind, tag.name, tag.self_closing);
+        let tag = html5ever::tokenizer::Tag { kind, name, self_closing, attrs, had_duplicate_attributes: false };
+        self.token(Token::TagToken(tag))
+    }
+
     fn token(&self, token: Token) -> TokenSinkResult<()> {
         match self.0.process_token(token, 0) {
             TokenSinkResult::RawData(kind) => TokenSinkResult::RawData(kind),
@@ -89,6 +134,10 @@ impl<T: TokenSink> Sink for Tokens<'_, T> {
         let _ = self.0.process_token(Token::CharacterTokens(shared()), 0);
     }
 
+    fn comment(&self, _text: &str, shared: impl FnOnce() -> StrTendril) {
+        let _ = self.0.process_token(Token::CommentToken(shared()), 0);
+    }
+
     fn in_foreign_content(&self) -> bool {
         self.0.adjusted_current_node_present_but_not_in_html_namespace()
     }
@@ -98,19 +147,23 @@ impl<T: TokenSink> Sink for Tokens<'_, T> {
     }
 }
 
-/// Where the lexer stands: the input as text, bytes and one shared tendril, and the pending run
-/// of character data (flushed as one token before anything else is emitted).
-struct Lexer<'a, S> {
-    src: &'a str,
-    bytes: &'a [u8],
-    buf: StrTendril,
+/// Where the lexer stands: the input as text and bytes, and the pending run of character data
+/// (flushed as one token before anything else is emitted).
+struct Lexer<'s, 'k, S> {
+    src: &'s str,
+    bytes: &'s [u8],
+    /// The input as one tendril, which tendrils of its slices share; made when the sink first
+    /// asks for such a tendril (html5ever's tree builder does, the direct builder never).
+    buf: OnceCell<StrTendril>,
     pos: usize,
     text: Pending,
     /// The pending text when it is not one slice of the input ([`Pending::Owned`]); kept
     /// between runs so that its allocation is reused.
     owned: String,
-    sink: &'a S,
+    sink: &'k S,
     names: Names,
+    /// An empty vector for the next tag's attributes, when the last tag left one.
+    attrs: Vec<TagAttr<'s>>,
 }
 
 /// The pending run of character data.
@@ -250,7 +303,7 @@ fn starts_ci(hay: &[u8], at: usize, word: &[u8]) -> bool {
     hay.get(at..at + word.len()).is_some_and(|s| s.eq_ignore_ascii_case(word))
 }
 
-impl<S: Sink> Lexer<'_, S> {
+impl<'s, S: Sink<'s>> Lexer<'s, '_, S> {
     /// `src[start..end]` as a tendril: stored inline when that short (as a shared slice of a
     /// few bytes would be), else sharing the input's buffer. The short case comes from a
     /// `&str`, which spares the UTF-8 check at both cuts that slicing a tendril makes.
@@ -258,7 +311,7 @@ impl<S: Sink> Lexer<'_, S> {
         if end - start <= INLINE {
             StrTendril::from_slice(&self.src[start..end])
         } else {
-            self.buf.subtendril(start as u32, (end - start) as u32)
+            self.buf.get_or_init(|| StrTendril::from(self.src)).subtendril(start as u32, (end - start) as u32)
         }
     }
 
@@ -450,26 +503,27 @@ impl<S: Sink> Lexer<'_, S> {
                 }
             }
         };
-        let content = self.replace_nul(start, content_end);
         self.pos = next;
-        let _ = self.emit(Token::CommentToken(content));
+        self.emit_comment(start, content_end);
     }
 
     /// A bogus comment: everything from `start` up to the next `>`.
     fn bogus_comment(&mut self, start: usize) {
         let end = memchr::memchr(b'>', &self.bytes[start..]).map_or(self.bytes.len(), |i| start + i);
-        let content = self.replace_nul(start, end);
         self.pos = (end + 1).min(self.bytes.len());
-        let _ = self.emit(Token::CommentToken(content));
+        self.emit_comment(start, end);
     }
 
-    /// `src[start..end]` with U+0000 replaced by U+FFFD.
-    fn replace_nul(&self, start: usize, end: usize) -> StrTendril {
+    /// A comment whose content is `src[start..end]`, with U+0000 replaced by U+FFFD.
+    fn emit_comment(&mut self, start: usize, end: usize) {
+        self.flush();
         let raw = &self.src[start..end];
         if memchr::memchr(0, raw.as_bytes()).is_none() {
-            return self.slice(start, end);
+            self.sink.comment(raw, || self.slice(start, end));
+        } else {
+            let text = raw.replace('\0', "\u{fffd}");
+            self.sink.comment(&text, || StrTendril::from_slice(&text));
         }
-        StrTendril::from_slice(&raw.replace('\0', "\u{fffd}"))
     }
 
     /// A tag whose name starts at `start`. Returns whether it was emitted (false at end of
@@ -478,7 +532,7 @@ impl<S: Sink> Lexer<'_, S> {
         let len = self.bytes.len();
         let i = run_end(self.bytes, start, SPACE | SLASH | GT);
         let name = self.names.get(self.src, start, i);
-        let mut attrs: Vec<Attribute> = Vec::new();
+        let mut attrs = std::mem::take(&mut self.attrs);
         let mut self_closing = false;
         self.pos = i;
         loop {
@@ -502,7 +556,10 @@ impl<S: Sink> Lexer<'_, S> {
                         self.pos = len;
                         return false;
                     };
-                    if !attrs.iter().any(|a| a.name.local == attr.name.local) {
+                    if attrs.capacity() == 0 {
+                        attrs = self.sink.spare();
+                    }
+                    if !attrs.iter().any(|a| a.name == attr.name) {
                         attrs.push(attr);
                     }
                 }
@@ -510,9 +567,11 @@ impl<S: Sink> Lexer<'_, S> {
         }
         if kind == TagKind::EndTag {
             attrs.clear();
+            self.attrs = std::mem::take(&mut attrs);
         }
         let raw = kind == TagKind::StartTag;
-        let result = self.emit(Token::TagToken(Tag { kind, name: name.clone(), self_closing, attrs, had_duplicate_attributes: false }));
+        self.flush();
+        let result = self.sink.tag(Tag { kind, name: name.clone(), self_closing, attrs });
         if raw {
             match result {
                 TokenSinkResult::RawData(RawKind::Rcdata) => self.raw_text(&name, true),
@@ -529,7 +588,7 @@ impl<S: Sink> Lexer<'_, S> {
     }
 
     /// One attribute at `pos` (not a space, `/` or `>`); `None` at end of input.
-    fn attribute(&mut self) -> Option<Attribute> {
+    fn attribute(&mut self) -> Option<TagAttr<'s>> {
         let len = self.bytes.len();
         let start = self.pos;
         // A leading `=` belongs to the name.
@@ -546,7 +605,7 @@ impl<S: Sink> Lexer<'_, S> {
                     let from = self.pos + 1;
                     let first = from + memchr::memchr3(q, b'&', 0, &self.bytes[from..])?;
                     let (end, value) = if self.bytes[first] == q {
-                        (first, self.slice(from, first))
+                        (first, Cow::Borrowed(&self.src[from..first]))
                     } else {
                         let end = first + memchr::memchr(q, &self.bytes[first..])?;
                         (end, self.value(from, end))
@@ -554,7 +613,7 @@ impl<S: Sink> Lexer<'_, S> {
                     self.pos = end + 1;
                     value
                 }
-                Some(b'>') => StrTendril::new(),
+                Some(b'>') => Cow::Borrowed(""),
                 Some(_) => {
                     let from = self.pos;
                     let end = run_end(self.bytes, from, SPACE | GT);
@@ -567,16 +626,16 @@ impl<S: Sink> Lexer<'_, S> {
                 }
             }
         } else {
-            StrTendril::new()
+            Cow::Borrowed("")
         };
-        Some(Attribute { name: QualName::new(None, ns!(), name), value })
+        Some(TagAttr { name, value })
     }
 
     /// An attribute value: references decoded (attribute rules), NULs replaced.
-    fn value(&mut self, start: usize, end: usize) -> StrTendril {
+    fn value(&mut self, start: usize, end: usize) -> Cow<'s, str> {
         let raw = &self.bytes[start..end];
         if memchr::memchr2(b'&', 0, raw).is_none() {
-            return self.slice(start, end);
+            return Cow::Borrowed(&self.src[start..end]);
         }
         let mut out = String::with_capacity(end - start);
         let mut i = start;
@@ -605,7 +664,7 @@ impl<S: Sink> Lexer<'_, S> {
                 }
             }
         }
-        StrTendril::from_slice(&out)
+        Cow::Owned(out)
     }
 
     /// Where the appropriate end tag `</name` (followed by a space, `/` or `>`) starts, at or

@@ -64,12 +64,27 @@ pub trait BuildFilter {
     /// Called once per element, with its local name and attributes as parsed (values decoded),
     /// before anything inside it: what becomes of the element. It may change `attrs` (strip
     /// some, rewrite a value) when it keeps the element.
-    fn element(&self, name: &LocalName, attrs: &mut Vec<markup5ever::Attribute>) -> Verdict;
+    fn element(&self, name: &LocalName, attrs: &mut Vec<TagAttr<'_>>) -> Verdict;
 
     /// Whether comments stay in the tree.
     fn keeps_comments(&self) -> bool {
         true
     }
+}
+
+/// An attribute of an element being built, as a [`BuildFilter`] sees it: the name as the tree
+/// keeps it (lower-cased and interned, a foreign attribute with its prefix: `xlink:href`), and
+/// the value with its character references decoded.
+///
+/// Why not html5ever's `Attribute`: the tokenizer hands it a qualified name and a tendril per
+/// attribute, and most values are plain slices of the page; this borrows them from the page
+/// and compares names as atoms, so an attribute on its way to the tree costs no allocation.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct TagAttr<'a> {
+    /// The name as the tree keeps it.
+    pub name: LocalName,
+    /// The decoded value.
+    pub value: std::borrow::Cow<'a, str>,
 }
 
 /// What a [`BuildFilter`] makes of an element.

@@ -40,7 +40,7 @@ use super::rules::{AttrPattern, Rule, RuleSet};
 use rustc_hash::FxHashMap;
 
 use crate::dom::select::Selector as DomSelector;
-use crate::dom::{BuildFilter, Filtered, LocalName, Tree, Verdict};
+use crate::dom::{BuildFilter, Filtered, LocalName, TagAttr, Tree, Verdict};
 
 /// lol_html's memory limit per page by default. Its buffers hold at most one unfinished tag,
 /// comment or text run plus the open-element stack, so real pages stay far below this; a page
@@ -570,7 +570,7 @@ impl TreeRules {
     /// The rules for an element in file order, as the rewriter applies them: the first
     /// `remove` or `unwrap` that matches decides; a kept element then gets the attribute-wide
     /// work and the `strip-attr … in` rules that match it.
-    fn decide(&self, element: &LocalName, attrs: &mut Vec<markup5ever::Attribute>) -> Verdict {
+    fn decide(&self, element: &LocalName, attrs: &mut Vec<TagAttr<'_>>) -> Verdict {
         let tag: &str = element;
         let candidates = match self.by_tag.get(element) {
             Some(list) => list.as_slice(),
@@ -611,7 +611,7 @@ impl TreeRules {
 }
 
 impl BuildFilter for TreeRules {
-    fn element(&self, element: &LocalName, attrs: &mut Vec<markup5ever::Attribute>) -> Verdict {
+    fn element(&self, element: &LocalName, attrs: &mut Vec<TagAttr<'_>>) -> Verdict {
         if self.streaming.is_some() {
             self.pass.in_tree(element, attrs, &self.initials)
         } else {
@@ -628,7 +628,7 @@ impl AttrPass {
     /// The attribute-wide work on an element of a tree being built: `Drop` when
     /// `remove-hidden` hides it, else the attributes to strip go.
     /// `initials` are those of the patterns ([`initials`]).
-    fn in_tree(&self, element: &LocalName, attrs: &mut Vec<markup5ever::Attribute>, initials: &[bool; 256]) -> Verdict {
+    fn in_tree(&self, element: &LocalName, attrs: &mut Vec<TagAttr<'_>>, initials: &[bool; 256]) -> Verdict {
         if attrs.is_empty() {
             return Verdict::Keep { stripped: 0 };
         }
@@ -643,7 +643,7 @@ impl AttrPass {
         let before = attrs.len();
         attrs.retain(|a| {
             let strip = (might_be_named_by(initials, &a.name) && is_named_by(&self.patterns, &a.name))
-                || (url_names.iter().any(|name| has_name(&a.name, name))
+                || (url_names.contains(&a.name)
                     && decoded_url_scheme(&a.value).is_some_and(|s| self.schemes.iter().any(|x| **x == *s)));
             !strip
         });
@@ -651,17 +651,25 @@ impl AttrPass {
     }
 }
 
-/// The attributes [`URL_TARGETS`] lists for an element, found by its interned name (a tree's
-/// elements skip the search of the pairs; a test keeps the two lists in step).
-fn url_attributes(element: &LocalName) -> &'static [&'static str] {
+/// The attributes [`URL_TARGETS`] lists for an element, found by its interned name and given
+/// as interned names, which a tree's attributes are compared with as atoms (a test keeps the
+/// two lists in step).
+fn url_attributes(element: &LocalName) -> &'static [LocalName] {
+    const A: &[LocalName] = &[local_name!("href"), local_name!("xlink:href")];
+    const AREA: &[LocalName] = &[local_name!("href")];
+    const FORM: &[LocalName] = &[local_name!("action")];
+    const BUTTON: &[LocalName] = &[local_name!("formaction")];
+    const FRAME: &[LocalName] = &[local_name!("src")];
+    const OBJECT: &[LocalName] = &[local_name!("data"), local_name!("codebase")];
+    const APPLET: &[LocalName] = &[local_name!("codebase")];
     match *element {
-        local_name!("a") => &["href", "xlink:href"],
-        local_name!("area") => &["href"],
-        local_name!("form") => &["action"],
-        local_name!("button") | local_name!("input") => &["formaction"],
-        local_name!("iframe") | local_name!("frame") | local_name!("embed") => &["src"],
-        local_name!("object") => &["data", "codebase"],
-        local_name!("applet") => &["codebase"],
+        local_name!("a") => A,
+        local_name!("area") => AREA,
+        local_name!("form") => FORM,
+        local_name!("button") | local_name!("input") => BUTTON,
+        local_name!("iframe") | local_name!("frame") | local_name!("embed") => FRAME,
+        local_name!("object") => OBJECT,
+        local_name!("applet") => APPLET,
         _ => &[],
     }
 }
@@ -681,34 +689,22 @@ fn initials(patterns: &[AttrPattern]) -> [bool; 256] {
     table
 }
 
-/// False when no pattern with these [`initials`] can match the attribute's name. A name with
-/// a prefix (`xlink:href`) is always tried.
-fn might_be_named_by(initials: &[bool; 256], name: &markup5ever::QualName) -> bool {
-    name.prefix.is_some()
-        || name.local.as_bytes().first().is_none_or(|&first| initials[usize::from(first.to_ascii_lowercase())])
+/// False when no pattern with these [`initials`] can match the attribute's name.
+fn might_be_named_by(initials: &[bool; 256], name: &LocalName) -> bool {
+    name.as_bytes().first().is_none_or(|&first| initials[usize::from(first.to_ascii_lowercase())])
 }
 
-/// Whether an attribute's name, read as [`attribute_name`] reads it, matches one of `patterns`.
-/// A name without a prefix (nearly all) is matched in place, with no lowercase copy.
-fn is_named_by(patterns: &[AttrPattern], name: &markup5ever::QualName) -> bool {
-    match &name.prefix {
-        None => {
-            let local: &str = &name.local;
-            patterns.iter().any(|p| p.is_match_any_case(local))
-        }
-        Some(_) => {
-            let name = attribute_name(name);
-            patterns.iter().any(|p| p.is_match(&name))
-        }
-    }
+/// Whether a tree attribute's name matches one of `patterns` as its lowercase copy would (the
+/// patterns are lowercase, the names of foreign attributes keep some capitals: `viewBox`),
+/// matched in place.
+fn is_named_by(patterns: &[AttrPattern], name: &LocalName) -> bool {
+    patterns.iter().any(|p| p.is_match_any_case(name))
 }
 
-/// [`hides`] for an attribute of a tree: only unprefixed `hidden` and `style` can hide, which
-/// interned names tell apart without reading the name.
-fn hides_in_tree(name: &markup5ever::QualName, value: &str) -> bool {
-    name.prefix.is_none()
-        && matches!(name.local, local_name!("hidden") | local_name!("style"))
-        && hides(&name.local, value)
+/// [`hides`] for an attribute of a tree: only `hidden` and `style` can hide, which interned
+/// names tell apart without reading the name.
+fn hides_in_tree(name: &LocalName, value: &str) -> bool {
+    matches!(*name, local_name!("hidden") | local_name!("style")) && hides(name, value)
 }
 
 /// Whether an attribute name is one of [`URL_TARGETS`]' attributes: a cheap test on the name
@@ -717,37 +713,18 @@ fn is_url_attribute(name: &str) -> bool {
     matches!(name, "href" | "xlink:href" | "action" | "formaction" | "src" | "data" | "codebase")
 }
 
-/// The value of an element's attribute by its lower-case name (with its prefix, if any).
-fn attribute<'a>(attrs: &'a [markup5ever::Attribute], name: &str) -> Option<&'a str> {
-    attrs.iter().find(|a| has_name(&a.name, name)).map(|a| &*a.value)
-}
-
-/// Whether an attribute is called `name` (lowercase), as [`attribute_name`] reads it, compared
-/// in place: `prefix:local`, the local part in any case.
-#[inline]
-fn has_name(qual: &markup5ever::QualName, name: &str) -> bool {
-    let local: &str = &qual.local;
-    match &qual.prefix {
-        None => local.eq_ignore_ascii_case(name),
-        Some(prefix) => {
-            let prefix: &str = prefix;
-            name.len() == prefix.len() + 1 + local.len()
-                && name.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
-                && name.as_bytes()[prefix.len()] == b':'
-                && name.as_bytes()[prefix.len() + 1..].eq_ignore_ascii_case(local.as_bytes())
-        }
-    }
+/// The value of an element's attribute by its lower-case name (with its prefix, if any), as a
+/// lowercase copy of the tree's name would match it.
+fn attribute<'a>(attrs: &'a [TagAttr<'_>], name: &str) -> Option<&'a str> {
+    attrs.iter().find(|a| str::eq_ignore_ascii_case(&a.name, name)).map(|a| &*a.value)
 }
 
 /// [`declare_utf8_charset`] and [`declare_utf8_content_type`] on a tree's `<meta>`.
-fn declare_utf8_in_tree(attrs: &mut Vec<markup5ever::Attribute>) {
-    let set = |attrs: &mut Vec<markup5ever::Attribute>, name: LocalName, value: &str| {
-        match attrs.iter_mut().find(|a| a.name.prefix.is_none() && a.name.local == name) {
-            Some(attr) => attr.value = value.into(),
-            None => attrs.push(markup5ever::Attribute {
-                name: markup5ever::QualName::new(None, markup5ever::ns!(), name),
-                value: value.into(),
-            }),
+fn declare_utf8_in_tree(attrs: &mut Vec<TagAttr<'_>>) {
+    let set = |attrs: &mut Vec<TagAttr<'_>>, name: LocalName, value: &'static str| {
+        match attrs.iter_mut().find(|a| a.name == name) {
+            Some(attr) => attr.value = Cow::Borrowed(value),
+            None => attrs.push(TagAttr { name, value: Cow::Borrowed(value) }),
         }
     };
     if let Some(value) = attribute(attrs, "charset").and_then(utf8_charset) {
@@ -757,16 +734,6 @@ fn declare_utf8_in_tree(attrs: &mut Vec<markup5ever::Attribute>) {
         if let Some(value) = utf8_content_type(attribute(attrs, "content")) {
             set(attrs, markup5ever::local_name!("content"), value);
         }
-    }
-}
-
-/// An attribute's name as stage 1 reads it: lowercase, with its prefix (`xlink:href`).
-fn attribute_name(name: &markup5ever::QualName) -> Cow<'_, str> {
-    let local = &*name.local;
-    match &name.prefix {
-        Some(prefix) => Cow::Owned(format!("{}:{}", &**prefix, local.to_ascii_lowercase())),
-        None if local.bytes().any(|b| b.is_ascii_uppercase()) => Cow::Owned(local.to_ascii_lowercase()),
-        None => Cow::Borrowed(local),
     }
 }
 
@@ -1415,24 +1382,17 @@ mod tests {
         assert!(URL_TARGETS.iter().all(|&(_, attr)| is_url_attribute(attr)));
         for &(tag, attr) in URL_TARGETS {
             let in_tree = url_attributes(&LocalName::from(tag));
-            assert!(in_tree.contains(&attr), "{tag} {attr}");
-            assert!(in_tree.iter().all(|a| URL_TARGETS.contains(&(tag, a))), "{tag}");
+            assert!(in_tree.contains(&LocalName::from(attr)), "{tag} {attr}");
+            assert!(in_tree.iter().all(|a| URL_TARGETS.contains(&(tag, &**a))), "{tag}");
         }
     }
 
     #[test]
     fn attribute_names_are_matched_as_lowercase_copies_would_be() {
-        use markup5ever::{ns, namespace_prefix, QualName};
-        let names = [
-            QualName::new(None, ns!(), LocalName::from("onClick")),
-            QualName::new(None, ns!(), LocalName::from("viewBox")),
-            QualName::new(None, ns!(), LocalName::from("o")),
-            QualName::new(Some(namespace_prefix!("xlink")), ns!(xlink), LocalName::from("href")),
-            QualName::new(Some(namespace_prefix!("")), ns!(xmlns), LocalName::from("xmlns")),
-        ];
+        let names = ["onClick", "viewBox", "o", "xlink:href", ":xmlns", "xlink:Href"].map(LocalName::from);
         let patterns = ["on*", "onclick", "viewbox", "view*", "o", "xlink:href", "xlink:*", ":xmlns", "x*", "*"];
         for name in &names {
-            let lowered = attribute_name(name);
+            let lowered = str::to_ascii_lowercase(name);
             for text in patterns {
                 let pattern = match text.strip_suffix('*') {
                     Some(prefix) => AttrPattern::Prefix(prefix.to_string()),
@@ -1443,7 +1403,8 @@ mod tests {
                 assert_eq!(is_named_by(patterns, name), expected, "{lowered} {text}");
                 assert!(!expected || might_be_named_by(&initials(patterns), name), "{lowered} {text}");
                 let want = text.trim_end_matches('*');
-                assert_eq!(has_name(name, want), lowered.eq_ignore_ascii_case(want), "{lowered} {want}");
+                let attrs = [TagAttr { name: name.clone(), value: Cow::Borrowed("v") }];
+                assert_eq!(attribute(&attrs, want).is_some(), lowered == want, "{lowered} {want}");
             }
         }
     }

@@ -3,14 +3,16 @@
 //! the formatting element and what was opened inside it).
 
 use html5ever::tokenizer::states::RawKind;
-use html5ever::tokenizer::{Tag, TagKind};
-use markup5ever::{local_name, Attribute, LocalName};
+use html5ever::tokenizer::TagKind;
+use markup5ever::{local_name, LocalName};
 
+use super::super::lex::Tag;
+use super::super::TagAttr;
 use super::names::{is_heading, is_special};
 use super::{Bail, Formatting, Mode, Ns, Out, Quirks, Scope, State, Step, Tok};
 
-impl State<'_> {
-    pub(super) fn in_body(&mut self, tok: Tok<'_>) -> Step {
+impl<'s> State<'_, 's> {
+    pub(super) fn in_body(&mut self, tok: Tok<'_, 's>) -> Step {
         match tok {
             Tok::Null => Ok(Out::Continue),
             Tok::Chars(text) => {
@@ -25,7 +27,7 @@ impl State<'_> {
         }
     }
 
-    pub(super) fn body_start(&mut self, mut tag: Tag) -> Step {
+    pub(super) fn body_start(&mut self, mut tag: Tag<'s>) -> Step {
         match tag.name {
             // Attributes would be added to an element already laid out.
             local_name!("html") | local_name!("body") => {
@@ -265,7 +267,7 @@ impl State<'_> {
 
     /// `<li>`, `<dd>`, `<dt>`: close the open item of the same kind unless a special element
     /// (other than address, div and p) stands in between.
-    fn list_item(&mut self, tag: Tag) -> Step {
+    fn list_item(&mut self, tag: Tag<'s>) -> Step {
         let is_li = tag.name == local_name!("li");
         let mut to_close = None;
         for open in self.open.iter().rev() {
@@ -407,7 +409,6 @@ impl State<'_> {
                     name,
                     self_closing: false,
                     attrs: Vec::new(),
-                    had_duplicate_attributes: false,
                 };
                 return self.body_start(br);
             }
@@ -520,7 +521,7 @@ impl State<'_> {
 
     /// Inserts a formatting element and records it, keeping at most three equal entries after
     /// the last marker (the Noah's Ark clause).
-    fn insert_formatting(&mut self, tag: Tag) -> Step {
+    fn insert_formatting(&mut self, tag: Tag<'s>) -> Step {
         let mut first = None;
         let mut matches = 0;
         for (i, entry) in self.active.iter().enumerate().rev() {
@@ -588,6 +589,6 @@ impl State<'_> {
 
 /// Whether two tags' attributes are equal regardless of order. A tag's attribute names are
 /// unique (the tokenizer keeps the first of a name), so equal lengths and containment suffice.
-fn same_attributes(a: &[Attribute], b: &[Attribute]) -> bool {
+fn same_attributes(a: &[TagAttr<'_>], b: &[TagAttr<'_>]) -> bool {
     a.len() == b.len() && a.iter().all(|x| b.contains(x))
 }

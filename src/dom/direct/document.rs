@@ -3,14 +3,15 @@
 //! after after body.
 
 use html5ever::tokenizer::states::RawKind;
-use html5ever::tokenizer::{Doctype, Tag};
+use html5ever::tokenizer::Doctype;
 use markup5ever::tendril::StrTendril;
 use markup5ever::{local_name, LocalName};
 
 use super::super::build::{doctype_text, push_str};
+use super::super::lex::Tag;
 use super::{split_space, Bail, Mode, NodeKind, Ns, Out, Quirks, State, Step, Tok, NONE, SKIP};
 
-impl State<'_> {
+impl<'s> State<'_, 's> {
     pub(super) fn doctype(&mut self, doctype: Doctype) -> Result<(), Bail> {
         self.quirks = quirks(&doctype);
         let text = doctype_text(
@@ -24,7 +25,7 @@ impl State<'_> {
         Ok(())
     }
 
-    pub(super) fn initial(&mut self, tok: Tok<'_>) -> Step {
+    pub(super) fn initial(&mut self, tok: Tok<'_, 's>) -> Step {
         match tok {
             Tok::Chars(text) => match split_space(text).1 {
                 "" => Ok(Out::Continue),
@@ -40,12 +41,12 @@ impl State<'_> {
     }
 
     /// No doctype: quirks mode.
-    pub(super) fn initial_else(&mut self, tok: Tok<'_>) -> Step {
+    pub(super) fn initial_else(&mut self, tok: Tok<'_, 's>) -> Step {
         self.quirks = Quirks::Full;
         self.reprocess(Mode::BeforeHtml, tok)
     }
 
-    pub(super) fn before_html(&mut self, tok: Tok<'_>) -> Step {
+    pub(super) fn before_html(&mut self, tok: Tok<'_, 's>) -> Step {
         match tok {
             Tok::Chars(text) => match split_space(text).1 {
                 "" => Ok(Out::Continue),
@@ -66,12 +67,12 @@ impl State<'_> {
         }
     }
 
-    pub(super) fn before_html_else(&mut self, tok: Tok<'_>) -> Step {
+    pub(super) fn before_html_else(&mut self, tok: Tok<'_, 's>) -> Step {
         self.insert(local_name!("html"), Ns::Html, Vec::new())?;
         self.reprocess(Mode::BeforeHead, tok)
     }
 
-    pub(super) fn before_head(&mut self, tok: Tok<'_>) -> Step {
+    pub(super) fn before_head(&mut self, tok: Tok<'_, 's>) -> Step {
         match tok {
             Tok::Chars(text) => match split_space(text).1 {
                 "" => Ok(Out::Continue),
@@ -90,13 +91,13 @@ impl State<'_> {
         }
     }
 
-    pub(super) fn before_head_else(&mut self, tok: Tok<'_>) -> Step {
+    pub(super) fn before_head_else(&mut self, tok: Tok<'_, 's>) -> Step {
         self.insert(local_name!("head"), Ns::Html, Vec::new())?;
         self.head = self.open.last().cloned();
         self.reprocess(Mode::InHead, tok)
     }
 
-    pub(super) fn in_head(&mut self, tok: Tok<'_>) -> Step {
+    pub(super) fn in_head(&mut self, tok: Tok<'_, 's>) -> Step {
         match tok {
             Tok::Chars(text) => {
                 let (space, rest) = split_space(text);
@@ -132,14 +133,14 @@ impl State<'_> {
         }
     }
 
-    pub(super) fn in_head_else(&mut self, tok: Tok<'_>) -> Step {
+    pub(super) fn in_head_else(&mut self, tok: Tok<'_, 's>) -> Step {
         self.pop();
         self.reprocess(Mode::AfterHead, tok)
     }
 
     /// The start tags the "in head" rules own, wherever they are used from; gives the tag back
     /// when it is not one of them.
-    pub(super) fn head_start(&mut self, tag: Tag) -> Result<Result<Out, Tag>, Bail> {
+    pub(super) fn head_start(&mut self, tag: Tag<'s>) -> Result<Result<Out, Tag<'s>>, Bail> {
         match tag.name {
             local_name!("base")
             | local_name!("basefont")
@@ -160,14 +161,14 @@ impl State<'_> {
     }
 
     /// The generic raw text and RCDATA parsing algorithm: the element, then `Text` mode.
-    pub(super) fn raw(&mut self, tag: Tag, kind: RawKind) -> Step {
+    pub(super) fn raw(&mut self, tag: Tag<'s>, kind: RawKind) -> Step {
         self.insert(tag.name, Ns::Html, tag.attrs)?;
         self.orig_mode = self.mode;
         self.mode = Mode::Text;
         Ok(Out::Raw(kind))
     }
 
-    pub(super) fn after_head(&mut self, tok: Tok<'_>) -> Step {
+    pub(super) fn after_head(&mut self, tok: Tok<'_, 's>) -> Step {
         match tok {
             Tok::Chars(text) => {
                 let (space, rest) = split_space(text);
@@ -210,7 +211,7 @@ impl State<'_> {
         }
     }
 
-    pub(super) fn after_head_else(&mut self, tok: Tok<'_>) -> Step {
+    pub(super) fn after_head_else(&mut self, tok: Tok<'_, 's>) -> Step {
         self.insert(local_name!("body"), Ns::Html, Vec::new())?;
         self.reprocess(Mode::InBody, tok)
     }
@@ -218,7 +219,7 @@ impl State<'_> {
     /// A head element after `</head>`: html5ever pushes the head back, inserts, and takes the
     /// head off the stack again. That is an append at the end of the tree only while nothing
     /// kept has been laid out after the head's subtree; else bail.
-    pub(super) fn reenter_head(&mut self, tag: Tag) -> Step {
+    pub(super) fn reenter_head(&mut self, tag: Tag<'s>) -> Step {
         let Some(head) = self.head.clone() else {
             return Err(Bail);
         };
@@ -246,7 +247,7 @@ impl State<'_> {
         i == at
     }
 
-    pub(super) fn text(&mut self, tok: Tok<'_>) -> Step {
+    pub(super) fn text(&mut self, tok: Tok<'_, 's>) -> Step {
         match tok {
             Tok::Chars(text) => {
                 self.append_text(text)?;
@@ -280,7 +281,7 @@ impl State<'_> {
         self.reprocess(Mode::InBody, Tok::Chars(rest))
     }
 
-    pub(super) fn after_body(&mut self, tok: Tok<'_>) -> Step {
+    pub(super) fn after_body(&mut self, tok: Tok<'_, 's>) -> Step {
         match tok {
             Tok::Chars(text) => self.chars_after_body(text),
             Tok::Comment(text) => {
@@ -298,7 +299,7 @@ impl State<'_> {
         }
     }
 
-    pub(super) fn after_after_body(&mut self, tok: Tok<'_>) -> Step {
+    pub(super) fn after_after_body(&mut self, tok: Tok<'_, 's>) -> Step {
         match tok {
             Tok::Chars(text) => self.chars_after_body(text),
             Tok::Comment(text) => {

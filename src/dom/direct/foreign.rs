@@ -3,15 +3,16 @@
 //! integration point (`<foreignObject>`, `<desc>`, `<title>`) make the builder bail; MathML
 //! never gets here.
 
-use html5ever::tokenizer::Tag;
-use markup5ever::{local_name, namespace_prefix, ns, Attribute, LocalName, QualName};
+use markup5ever::{local_name, LocalName};
 
+use super::super::lex::Tag;
+use super::super::TagAttr;
 use super::{Bail, Ns, Out, State, Step, Tok};
 
-impl State<'_> {
+impl<'s> State<'_, 's> {
     /// Whether a token goes by the rules for foreign content: the current node is an SVG
     /// element, unless it is an HTML integration point and the token is text or a start tag.
-    pub(super) fn is_foreign(&self, tok: &Tok<'_>) -> bool {
+    pub(super) fn is_foreign(&self, tok: &Tok<'_, 's>) -> bool {
         let Some(current) = self.current() else {
             return false;
         };
@@ -25,7 +26,7 @@ impl State<'_> {
         }
     }
 
-    pub(super) fn foreign(&mut self, tok: Tok<'_>) -> Step {
+    pub(super) fn foreign(&mut self, tok: Tok<'_, 's>) -> Step {
         match tok {
             Tok::Null => {
                 self.append_text("\u{fffd}")?;
@@ -67,13 +68,13 @@ impl State<'_> {
     }
 
     /// `<svg>` in HTML content.
-    pub(super) fn enter_svg(&mut self, tag: Tag) -> Step {
+    pub(super) fn enter_svg(&mut self, tag: Tag<'s>) -> Step {
         self.svg_element(tag, false)
     }
 
     /// An SVG element: its name (inside SVG) and attributes adjusted, popped at once when
     /// self-closing.
-    fn svg_element(&mut self, mut tag: Tag, adjust_name: bool) -> Step {
+    fn svg_element(&mut self, mut tag: Tag<'s>, adjust_name: bool) -> Step {
         if adjust_name {
             if let Some(name) = adjusted(&tag.name, SVG_TAG_NAMES) {
                 tag.name = name;
@@ -98,7 +99,7 @@ pub(super) fn is_integration_point(name: &LocalName) -> bool {
 }
 
 /// The start tags that end foreign content (html5ever's `step_foreign`).
-fn breaks_out(tag: &Tag) -> bool {
+fn breaks_out(tag: &Tag<'_>) -> bool {
     match tag.name {
         local_name!("b")
         | local_name!("big")
@@ -144,13 +145,10 @@ fn breaks_out(tag: &Tag) -> bool {
         | local_name!("u")
         | local_name!("ul")
         | local_name!("var") => true,
-        local_name!("font") => tag.attrs.iter().any(|a| {
-            a.name.ns == ns!()
-                && matches!(
-                    a.name.local,
-                    local_name!("color") | local_name!("face") | local_name!("size")
-                )
-        }),
+        local_name!("font") => tag
+            .attrs
+            .iter()
+            .any(|a| matches!(a.name, local_name!("color") | local_name!("face") | local_name!("size"))),
         _ => false,
     }
 }
@@ -164,30 +162,16 @@ fn adjusted(name: &LocalName, table: &[(&str, &str)]) -> Option<LocalName> {
         .map(|(_, camel)| LocalName::from(*camel))
 }
 
-/// html5ever's `adjust_svg_attributes` and `adjust_foreign_attributes`.
-fn adjust_attributes(attrs: &mut [Attribute]) {
+/// html5ever's `adjust_svg_attributes` and `adjust_foreign_attributes`, on the names as the
+/// tree keeps them: the foreign attributes (`xlink:href`, `xml:lang`, `xmlns:xlink`) get a
+/// prefix and a namespace there, and the tree names them by prefix and local name, as they
+/// were written; only `xmlns` changes, as html5ever gives it an empty prefix (`:xmlns`).
+fn adjust_attributes(attrs: &mut [TagAttr<'_>]) {
     for attr in attrs {
-        if let Some(local) = adjusted(&attr.name.local, SVG_ATTRIBUTES) {
-            attr.name = QualName::new(None, ns!(), local);
-            continue;
-        }
-        let foreign = match attr.name.local {
-            local_name!("xlink:actuate") => Some((namespace_prefix!("xlink"), ns!(xlink), local_name!("actuate"))),
-            local_name!("xlink:arcrole") => Some((namespace_prefix!("xlink"), ns!(xlink), local_name!("arcrole"))),
-            local_name!("xlink:href") => Some((namespace_prefix!("xlink"), ns!(xlink), local_name!("href"))),
-            local_name!("xlink:role") => Some((namespace_prefix!("xlink"), ns!(xlink), local_name!("role"))),
-            local_name!("xlink:show") => Some((namespace_prefix!("xlink"), ns!(xlink), local_name!("show"))),
-            local_name!("xlink:title") => Some((namespace_prefix!("xlink"), ns!(xlink), local_name!("title"))),
-            local_name!("xlink:type") => Some((namespace_prefix!("xlink"), ns!(xlink), local_name!("type"))),
-            local_name!("xml:lang") => Some((namespace_prefix!("xml"), ns!(xml), local_name!("lang"))),
-            local_name!("xml:space") => Some((namespace_prefix!("xml"), ns!(xml), local_name!("space"))),
-            local_name!("xmlns:xlink") => Some((namespace_prefix!("xmlns"), ns!(xmlns), local_name!("xlink"))),
-            // html5ever gives it an empty prefix (the tree then names it `:xmlns`).
-            local_name!("xmlns") => Some((namespace_prefix!(""), ns!(xmlns), local_name!("xmlns"))),
-            _ => None,
-        };
-        if let Some((prefix, ns, local)) = foreign {
-            attr.name = QualName::new(Some(prefix), ns, local);
+        if let Some(local) = adjusted(&attr.name, SVG_ATTRIBUTES) {
+            attr.name = local;
+        } else if attr.name == local_name!("xmlns") {
+            attr.name = LocalName::from(":xmlns");
         }
     }
 }

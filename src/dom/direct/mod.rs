@@ -32,13 +32,13 @@ mod tests;
 use std::cell::{Cell, RefCell};
 
 use html5ever::tokenizer::states::RawKind;
-use html5ever::tokenizer::{Tag, TagKind, Token, TokenSinkResult};
+use html5ever::tokenizer::{TagKind, Token, TokenSinkResult};
 use markup5ever::tendril::StrTendril;
-use markup5ever::{local_name, Attribute, LocalName};
+use markup5ever::{local_name, LocalName};
 
 use super::build::{compute_ends, push_attrs, push_str};
-use super::lex::Sink;
-use super::{BuildFilter, Element, Filtered, Node, NodeKind, Ns, Tree, Verdict, NONE};
+use super::lex::{Sink, Tag};
+use super::{BuildFilter, Element, Filtered, Node, NodeKind, Ns, TagAttr, Tree, Verdict, NONE};
 
 /// Parses `html` into a tree (flags and statistics still empty) if every token stays within
 /// this builder's subset; `None` when it bailed and html5ever must build the tree instead.
@@ -52,12 +52,13 @@ pub(super) fn parse(
 
 /// [`parse`], or where it bailed: the insertion mode and the token it could not take.
 fn run(html: &str, max_depth: u32, filter: Option<&dyn BuildFilter>) -> Result<(Tree, Filtered), String> {
+    let html = super::lex::normalise(html);
     let builder = Builder {
         state: RefCell::new(State::new(html.len(), max_depth, filter)),
         bailed: Cell::new(false),
         bailed_at: RefCell::new(String::new()),
     };
-    super::lex::run(html, &builder, || builder.bailed.get());
+    super::lex::run(&html, &builder, || builder.bailed.get());
     if builder.bailed.get() {
         return Err(builder.bailed_at.into_inner());
     }
@@ -108,12 +109,12 @@ enum Quirks {
 }
 
 /// A token as the rules see it: html5ever's, with character data as a slice so that splitting
-/// off leading whitespace costs nothing.
-enum Tok<'a> {
+/// off leading whitespace costs nothing, and start tags whose attributes borrow from the page.
+enum Tok<'a, 's> {
     Chars(&'a str),
     Null,
     Comment(&'a str),
-    Start(Tag),
+    Start(Tag<'s>),
     End(LocalName),
     Eof,
 }
@@ -185,24 +186,24 @@ impl std::ops::Deref for Stack {
 
 /// An entry of the list of active formatting elements: the element and the token it was made
 /// for (name and attributes before the filter saw them), from which it is reconstructed.
-enum Formatting {
+enum Formatting<'s> {
     Marker,
     Element {
         id: u32,
         name: LocalName,
-        attrs: Vec<Attribute>,
+        attrs: Vec<TagAttr<'s>>,
     },
 }
 
 /// The tokenizer's [`Sink`]: the state behind a `RefCell`, because the tokenizer calls with `&self`.
-struct Builder<'f> {
-    state: RefCell<State<'f>>,
+struct Builder<'f, 's> {
+    state: RefCell<State<'f, 's>>,
     bailed: Cell<bool>,
     /// Where it bailed, for the tests' statistics; written once per bail.
     bailed_at: RefCell<String>,
 }
 
-struct State<'f> {
+struct State<'f, 's> {
     tree: Tree,
     filter: Option<&'f dyn BuildFilter>,
     filtered: Filtered,
@@ -212,7 +213,7 @@ struct State<'f> {
     orig_mode: Mode,
     quirks: Quirks,
     open: Stack,
-    active: Vec<Formatting>,
+    active: Vec<Formatting<'s>>,
     next_id: u32,
     /// The `<head>` element once created.
     head: Option<Open>,
@@ -225,36 +226,62 @@ struct State<'f> {
     /// body, so they are laid out at the end, where document order puts them.
     after_body: Vec<StrTendril>,
     after_html: Vec<StrTendril>,
+    /// The emptied attribute vector of the last element laid out, for the tokenizer's next tag.
+    spare: Vec<TagAttr<'s>>,
 }
 
-impl Builder<'_> {
+impl Builder<'_, '_> {
     /// Records a bail, with the mode and what the token was.
-    fn bail(&self, state: &State<'_>, what: impl FnOnce() -> String) {
+    fn bail(&self, state: &State<'_, '_>, what: impl FnOnce() -> String) {
         self.bailed.set(true);
         *self.bailed_at.borrow_mut() = format!("{:?}: {}", state.mode, what());
     }
 }
 
-impl Sink for Builder<'_> {
-    fn token(&self, token: Token) -> TokenSinkResult<()> {
+impl<'s> Builder<'_, 's> {
+    /// Runs a step on the state, recording a bail with `what` the token was.
+    fn run_step(&self, what: impl FnOnce() -> String, step: impl FnOnce(&mut State<'_, 's>) -> Step) -> TokenSinkResult<()> {
         if self.bailed.get() {
             return TokenSinkResult::Continue;
         }
         let mut state = self.state.borrow_mut();
-        // What the token was, for the tests' account of bails; free in the proxy.
-        #[cfg(test)]
-        let what = describe(&token);
-        #[cfg(not(test))]
-        let what = String::new();
-        match state.token(token) {
+        match step(&mut state) {
             Ok(Out::Continue) => TokenSinkResult::Continue,
             Ok(Out::Raw(kind)) => TokenSinkResult::RawData(kind),
             Ok(Out::Plaintext) => TokenSinkResult::Plaintext,
             Err(Bail) => {
-                self.bail(&state, || what);
+                self.bail(&state, what);
                 TokenSinkResult::Continue
             }
         }
+    }
+}
+
+impl<'s> Sink<'s> for Builder<'_, 's> {
+    fn tag(&self, tag: Tag<'s>) -> TokenSinkResult<()> {
+        // What the tag was, for the tests' account of bails; free in the proxy.
+        #[cfg(test)]
+        let what = describe_tag(&tag);
+        #[cfg(not(test))]
+        let what = String::new();
+        self.run_step(|| what, |state| state.tag(tag))
+    }
+
+    fn spare(&self) -> Vec<TagAttr<'s>> {
+        std::mem::take(&mut self.state.borrow_mut().spare)
+    }
+
+    fn token(&self, token: Token) -> TokenSinkResult<()> {
+        #[cfg(test)]
+        let what = describe(&token);
+        #[cfg(not(test))]
+        let what = String::new();
+        self.run_step(|| what, |state| state.token(token))
+    }
+
+    fn comment(&self, text: &str, _shared: impl FnOnce() -> StrTendril) {
+        // A comment never switches the tokenizer's state.
+        let _ = self.run_step(|| "comment".to_string(), |state| state.comment_token(text));
     }
 
     fn text(&self, text: &str, _shared: impl FnOnce() -> StrTendril) {
@@ -276,12 +303,20 @@ impl Sink for Builder<'_> {
     fn end(&self) {}
 }
 
+/// A tag in a few words.
+#[cfg(test)]
+fn describe_tag(tag: &Tag<'_>) -> String {
+    match tag.kind {
+        TagKind::StartTag => format!("<{}>", tag.name),
+        TagKind::EndTag => format!("</{}>", tag.name),
+    }
+}
+
 /// A token in a few words.
 #[cfg(test)]
 fn describe(token: &Token) -> String {
     match token {
-        Token::TagToken(tag) if tag.kind == TagKind::StartTag => format!("<{}>", tag.name),
-        Token::TagToken(tag) => format!("</{}>", tag.name),
+        Token::TagToken(_) => "tag".to_string(),
         Token::CharacterTokens(_) => "text".to_string(),
         Token::NullCharacterToken => "NUL".to_string(),
         Token::CommentToken(_) => "comment".to_string(),
@@ -301,7 +336,7 @@ fn split_space(text: &str) -> (&str, &str) {
     text.split_at(text.len() - rest.len())
 }
 
-impl<'f> State<'f> {
+impl<'f, 's> State<'f, 's> {
     fn new(len: usize, max_depth: u32, filter: Option<&'f dyn BuildFilter>) -> Self {
         let mut nodes = Vec::with_capacity(len / 64 + 1);
         nodes.push(Node {
@@ -335,6 +370,7 @@ impl<'f> State<'f> {
             ignore_lf: false,
             after_body: Vec::new(),
             after_html: Vec::new(),
+            spare: Vec::new(),
         }
     }
 
@@ -361,22 +397,32 @@ impl<'f> State<'f> {
                 }
                 Ok(Out::Continue)
             }
-            // Most tags come in body under an HTML element: straight to its rules, as
-            // `step` would send them.
-            Token::TagToken(tag) if self.in_html_body() => match tag.kind {
-                TagKind::StartTag => self.body_start(tag),
-                TagKind::EndTag => self.body_end(tag.name),
-            },
-            Token::TagToken(tag) => match tag.kind {
-                TagKind::StartTag => self.step(Tok::Start(tag)),
-                TagKind::EndTag => self.step(Tok::End(tag.name)),
-            },
-            Token::CommentToken(text) => self.step(Tok::Comment(&text)),
+            // The tokenizer hands these over apart ([`Sink::tag`], [`Sink::comment`]).
+            Token::TagToken(_) | Token::CommentToken(_) => Ok(Out::Continue),
             Token::CharacterTokens(text) => self.chars_after(&text, ignore_lf),
             Token::NullCharacterToken => self.step(Tok::Null),
             Token::EOFToken => self.step(Tok::Eof),
             Token::ParseError(_) => Ok(Out::Continue),
         }
+    }
+
+    /// A tag from the tokenizer.
+    fn tag(&mut self, tag: Tag<'s>) -> Step {
+        self.ignore_lf = false;
+        // Most tags come in body under an HTML element: straight to its rules, as `step`
+        // would send them.
+        match (tag.kind, self.in_html_body()) {
+            (TagKind::StartTag, true) => self.body_start(tag),
+            (TagKind::EndTag, true) => self.body_end(tag.name),
+            (TagKind::StartTag, false) => self.step(Tok::Start(tag)),
+            (TagKind::EndTag, false) => self.step(Tok::End(tag.name)),
+        }
+    }
+
+    /// A comment from the tokenizer.
+    fn comment_token(&mut self, text: &str) -> Step {
+        self.ignore_lf = false;
+        self.step(Tok::Comment(text))
     }
 
     /// A run of character data from the tokenizer.
@@ -412,7 +458,7 @@ impl<'f> State<'f> {
     }
 
     /// Processes a token in the current mode, or by the rules for foreign content.
-    fn step(&mut self, tok: Tok<'_>) -> Step {
+    fn step(&mut self, tok: Tok<'_, 's>) -> Step {
         if self.is_foreign(&tok) {
             return self.foreign(tok);
         }
@@ -420,7 +466,7 @@ impl<'f> State<'f> {
     }
 
     /// Processes a token by the rules of the current insertion mode.
-    fn by_mode(&mut self, tok: Tok<'_>) -> Step {
+    fn by_mode(&mut self, tok: Tok<'_, 's>) -> Step {
         match self.mode {
             Mode::Initial => self.initial(tok),
             Mode::BeforeHtml => self.before_html(tok),
@@ -440,7 +486,7 @@ impl<'f> State<'f> {
         }
     }
 
-    fn reprocess(&mut self, mode: Mode, tok: Tok<'_>) -> Step {
+    fn reprocess(&mut self, mode: Mode, tok: Tok<'_, 's>) -> Step {
         self.mode = mode;
         self.step(tok)
     }
@@ -542,7 +588,7 @@ impl<'f> State<'f> {
     }
 
     /// Inserts an element for a token into the current node and pushes it.
-    fn insert(&mut self, name: LocalName, ns: Ns, attrs: Vec<Attribute>) -> Result<u32, Bail> {
+    fn insert(&mut self, name: LocalName, ns: Ns, attrs: Vec<TagAttr<'s>>) -> Result<u32, Bail> {
         let (parent, depth) = self.target();
         self.check_depth(depth)?;
         let (out, kept) = self.lay_element(parent, &name, ns, attrs);
@@ -560,7 +606,7 @@ impl<'f> State<'f> {
     }
 
     /// Inserts an element into the current node without pushing it.
-    fn insert_void(&mut self, name: LocalName, ns: Ns, attrs: Vec<Attribute>) -> Result<u32, Bail> {
+    fn insert_void(&mut self, name: LocalName, ns: Ns, attrs: Vec<TagAttr<'s>>) -> Result<u32, Bail> {
         let (parent, depth) = self.target();
         self.check_depth(depth)?;
         self.lay_element(parent, &name, ns, attrs);
@@ -608,19 +654,17 @@ impl<'f> State<'f> {
     }
 
     /// Lays out an element under `parent` as the filter decides; returns where its children go
-    /// and whether it is a node of the tree.
-    fn lay_element(&mut self, parent: u32, name: &LocalName, ns: Ns, mut attrs: Vec<Attribute>) -> (u32, bool) {
-        if parent == SKIP {
-            return (SKIP, false);
-        }
+    /// and whether it is a node of the tree. The emptied `attrs` are kept for the next tag.
+    fn lay_element(&mut self, parent: u32, name: &LocalName, ns: Ns, mut attrs: Vec<TagAttr<'s>>) -> (u32, bool) {
         let verdict = match self.filter {
+            _ if parent == SKIP => Verdict::Drop,
             Some(filter) => filter.element(name, &mut attrs),
             None => Verdict::Keep { stripped: 0 },
         };
-        match verdict {
+        let laid = match verdict {
             Verdict::Keep { stripped } => {
                 self.filtered.attributes += stripped as u64;
-                let attrs = push_attrs(&mut self.tree, attrs);
+                let attrs = push_attrs(&mut self.tree, attrs.drain(..));
                 let kind = NodeKind::Element(Element {
                     ns,
                     name: name.clone(),
@@ -629,14 +673,17 @@ impl<'f> State<'f> {
                 (self.push_node(parent, kind), true)
             }
             Verdict::Drop => {
-                self.filtered.elements += 1;
+                self.filtered.elements += u64::from(parent != SKIP);
                 (SKIP, false)
             }
             Verdict::Unwrap => {
                 self.filtered.elements += 1;
                 (parent, false)
             }
-        }
+        };
+        attrs.clear();
+        self.spare = attrs;
+        laid
     }
 
     fn push_node(&mut self, parent: u32, kind: NodeKind) -> u32 {

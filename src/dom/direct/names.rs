@@ -1,7 +1,8 @@
 //! The sets of element names the rules test (html5ever's `tag_sets.rs`, HTML elements only).
 
-use html5ever::tokenizer::Tag;
-use markup5ever::{local_name, ns, LocalName};
+use markup5ever::{local_name, LocalName};
+
+use super::super::lex::Tag;
 
 pub(super) fn is_heading(name: &LocalName) -> bool {
     matches!(
@@ -105,9 +106,9 @@ pub(super) fn is_special(name: &LocalName) -> bool {
 }
 
 /// Whether an `<input>` is `type=hidden` (which stays in a table).
-pub(super) fn is_type_hidden(tag: &Tag) -> bool {
+pub(super) fn is_type_hidden(tag: &Tag<'_>) -> bool {
     tag.attrs
         .iter()
-        .find(|a| a.name.ns == ns!() && a.name.local == local_name!("type"))
+        .find(|a| a.name == local_name!("type"))
         .is_some_and(|a| a.value.eq_ignore_ascii_case("hidden"))
 }

@@ -8,8 +8,8 @@ use markup5ever::{local_name, LocalName};
 use super::names::is_type_hidden;
 use super::{split_space, Bail, Formatting, Mode, Ns, Out, Scope, State, Step, Tok};
 
-impl State<'_> {
-    pub(super) fn in_table(&mut self, tok: Tok<'_>) -> Step {
+impl<'s> State<'_, 's> {
+    pub(super) fn in_table(&mut self, tok: Tok<'_, 's>) -> Step {
         match tok {
             Tok::Chars(_) | Tok::Null => self.table_text(tok),
             Tok::Comment(text) => self.comment(text),
@@ -99,7 +99,7 @@ impl State<'_> {
 
     /// Character data in a table: whitespace stays where it is when the current node is a
     /// table part; anything else is foster-parented (bail).
-    fn table_text(&mut self, tok: Tok<'_>) -> Step {
+    fn table_text(&mut self, tok: Tok<'_, 's>) -> Step {
         let table_part = self.current().is_some_and(|o| {
             o.ns == Ns::Html
                 && matches!(
@@ -121,7 +121,7 @@ impl State<'_> {
         }
     }
 
-    pub(super) fn in_caption(&mut self, tok: Tok<'_>) -> Step {
+    pub(super) fn in_caption(&mut self, tok: Tok<'_, 's>) -> Step {
         let ends = match &tok {
             Tok::Start(tag) => matches!(
                 tag.name,
@@ -168,7 +168,7 @@ impl State<'_> {
         }
     }
 
-    pub(super) fn in_column_group(&mut self, tok: Tok<'_>) -> Step {
+    pub(super) fn in_column_group(&mut self, tok: Tok<'_, 's>) -> Step {
         match tok {
             Tok::Chars(text) => {
                 let (space, rest) = split_space(text);
@@ -206,7 +206,7 @@ impl State<'_> {
         }
     }
 
-    fn column_group_else(&mut self, tok: Tok<'_>) -> Step {
+    fn column_group_else(&mut self, tok: Tok<'_, 's>) -> Step {
         if self.current_is(&local_name!("colgroup")) {
             self.pop();
             return self.reprocess(Mode::InTable, tok);
@@ -215,7 +215,7 @@ impl State<'_> {
         Err(Bail)
     }
 
-    pub(super) fn in_table_body(&mut self, tok: Tok<'_>) -> Step {
+    pub(super) fn in_table_body(&mut self, tok: Tok<'_, 's>) -> Step {
         match tok {
             Tok::Start(tag) => match tag.name {
                 local_name!("tr") => {
@@ -263,7 +263,7 @@ impl State<'_> {
 
     /// A token that ends the table body, reprocessed in the table. html5ever looks for a
     /// table, tbody or tfoot in table scope (not thead), and so does this.
-    fn leave_table_body(&mut self, tok: Tok<'_>) -> Step {
+    fn leave_table_body(&mut self, tok: Tok<'_, 's>) -> Step {
         let outer = self.in_scope(Scope::Table, |o| {
             o.ns == Ns::Html
                 && matches!(o.name, local_name!("table") | local_name!("tbody") | local_name!("tfoot"))
@@ -276,7 +276,7 @@ impl State<'_> {
         self.reprocess(Mode::InTable, tok)
     }
 
-    pub(super) fn in_row(&mut self, tok: Tok<'_>) -> Step {
+    pub(super) fn in_row(&mut self, tok: Tok<'_, 's>) -> Step {
         match tok {
             Tok::Start(tag) => match tag.name {
                 local_name!("th") | local_name!("td") => {
@@ -325,7 +325,7 @@ impl State<'_> {
     }
 
     /// A token that ends the row, reprocessed in the table body.
-    fn leave_row(&mut self, tok: Tok<'_>) -> Step {
+    fn leave_row(&mut self, tok: Tok<'_, 's>) -> Step {
         if !self.in_scope_named(Scope::Table, &local_name!("tr")) {
             return Ok(Out::Continue);
         }
@@ -334,7 +334,7 @@ impl State<'_> {
         self.reprocess(Mode::InTableBody, tok)
     }
 
-    pub(super) fn in_cell(&mut self, tok: Tok<'_>) -> Step {
+    pub(super) fn in_cell(&mut self, tok: Tok<'_, 's>) -> Step {
         match tok {
             Tok::End(name) => match name {
                 local_name!("td") | local_name!("th") => {
