@@ -333,6 +333,10 @@ impl ByValue {
     /// Pushes the selectors whose test passes on `value`; the test is the first attribute test
     /// of compound `compound` of each.
     fn passing(&self, complexes: &[Complex], compound: usize, value: &str, out: &mut Vec<u32>) {
+        // Most names file selectors of one kind only (subject or ancestor): the other is empty.
+        if self.keyed.is_empty() && self.substrings.is_none() && self.others.is_empty() {
+            return;
+        }
         let passes = |c: u32| complexes[c as usize].compounds[compound].attrs[0].matches_value(value);
         let start = out.len();
         self.keyed.prefixes_of(value.as_bytes(), out);
