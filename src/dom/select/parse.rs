@@ -125,7 +125,7 @@ impl<'a> Parser<'a> {
         match (name.as_str(), function) {
             ("first-child", false) => compound.first_child = true,
             ("last-child", false) => compound.last_child = true,
-            ("not", true) if allow_not => compound.not.extend(self.negated()?),
+            ("not", true) if allow_not => compound.negate(self.negated()?),
             ("not", true) => {
                 return Err(SelectorErrorKind::Unsupported(
                     "`:not()` inside `:not()`".into(),

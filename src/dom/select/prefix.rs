@@ -89,7 +89,6 @@ impl PrefixTree {
     }
 
     /// True when the tree holds no prefix.
-    #[cfg(test)]
     pub(super) fn is_empty(&self) -> bool {
         self.nodes.is_empty()
     }
