@@ -12,6 +12,7 @@
 use std::collections::HashSet;
 
 use crate::dom::{words, NodeId, NodeKind, Tree};
+use crate::render::html::escape;
 
 /// Link text longer than this (characters) is cut, so one odd link cannot flood the section.
 const MAX_TEXT_CHARS: usize = 200;
@@ -172,19 +173,6 @@ fn body_end(tree: &Tree, page: &str) -> Option<usize> {
     after(tree.next_sibling(html), &mut tail);
     let before = page.strip_suffix(tail.as_str())?;
     before.strip_suffix("</body>").map(str::len)
-}
-
-/// Appends `text` escaped for a text node or a double-quoted attribute value.
-fn escape(text: &str, attribute: bool, out: &mut String) {
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' if !attribute => out.push_str("&lt;"),
-            '>' if !attribute => out.push_str("&gt;"),
-            '"' if attribute => out.push_str("&quot;"),
-            c => out.push(c),
-        }
-    }
 }
 
 #[cfg(test)]

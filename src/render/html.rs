@@ -128,8 +128,9 @@ fn write_text(tree: &Tree, node: NodeId, text: &str, out: &mut String) {
 /// Appends `text` escaped for a text node, or for a double-quoted attribute value. Most text
 /// has nothing to escape: the clean runs between the bytes that need it are copied whole,
 /// found by a vectorised search in long text and by a table in short text, where setting up
-/// the search would cost more than it saves.
-fn escape(text: &str, attribute: bool, out: &mut String) {
+/// the search would cost more than it saves. The one escape of the HTML that pages are rendered
+/// into: the reading page and the removed-links section use it too.
+pub(crate) fn escape(text: &str, attribute: bool, out: &mut String) {
     const SHORT: usize = 24;
     let table = if attribute { &ESCAPED_IN_ATTRIBUTES } else { &ESCAPED_IN_TEXT };
     let bytes = text.as_bytes();
