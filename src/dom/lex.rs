@@ -53,13 +53,14 @@ pub(super) fn run<'s, S: Sink<'s>>(html: &'s str, sink: &S, stop: impl Fn() -> b
         text: Pending::Empty,
         owned: String::new(),
         sink,
-        names: Names::new(),
+        names: NAMES.take().unwrap_or_else(Names::new),
         attrs: Vec::new(),
     };
     lexer.data(&stop);
     lexer.flush();
     let _ = sink.token(Token::EOFToken);
     sink.end();
+    NAMES.set(Some(lexer.names));
 }
 
 /// A start or end tag: html5ever's `Tag`, with attributes that borrow their values from the
@@ -180,19 +181,27 @@ enum Pending {
 /// `a`, `class` and `href` hundreds of times, and interning hashes the name and looks it up
 /// in the static set (or, for names outside it, a set shared by every thread, under a lock).
 /// A small table keyed by the name's bytes turns most of those into one comparison.
+///
+/// The table outlives the page: one per thread ([`NAMES`]), handed to each parse and taken
+/// back, so that a page's names are mostly found from the pages before it.
 struct Names {
     /// A name of 1 to 15 bytes packed with its length in the last byte (so never 0), and the
     /// atom for it, lower-cased; `(0, "")` is an empty slot.
-    slots: [(u128, LocalName); NAME_SLOTS],
+    slots: Box<[(u128, LocalName); NAME_SLOTS]>,
 }
 
-/// Slots of [`Names`]: more than the distinct names of most pages.
-const NAME_SLOTS: usize = 64;
+/// Slots of [`Names`]: several times the distinct names of most pages, so that few collide.
+const NAME_SLOTS: usize = 256;
+
+thread_local! {
+    /// The thread's [`Names`] between parses (`None` while a parse holds it).
+    static NAMES: std::cell::Cell<Option<Names>> = const { std::cell::Cell::new(None) };
+}
 
 impl Names {
     fn new() -> Names {
         Names {
-            slots: std::array::from_fn(|_| (0, LocalName::default())),
+            slots: Box::new(std::array::from_fn(|_| (0, LocalName::default()))),
         }
     }
 
@@ -200,38 +209,61 @@ impl Names {
     ///
     /// The key is read from the input in one 16-byte load and masked to the name: copying the
     /// name's few bytes into a buffer and loading that as one word would stall the load until
-    /// the byte stores drain, on every tag and attribute of the page.
+    /// the byte stores drain, on every tag and attribute of the page. Only a hit is inline;
+    /// everything else is [`Names::miss`], out of the way of the callers' registers.
+    #[inline]
     fn get(&mut self, src: &str, start: usize, end: usize) -> LocalName {
-        let raw = &src[start..end];
-        let len = raw.len();
-        if len == 0 || len >= 16 {
-            return LocalName::from(&*lower_name(raw));
-        }
-        let word = match src.as_bytes().get(start..start + 16).and_then(|s| <[u8; 16]>::try_from(s).ok()) {
-            Some(word) => u128::from_le_bytes(word),
-            // Near the end of the input: the name's bytes alone.
-            None => {
-                let mut packed = [0u8; 16];
-                packed[..len].copy_from_slice(raw.as_bytes());
-                u128::from_le_bytes(packed)
+        let len = end.wrapping_sub(start);
+        let chunk = src.as_bytes().get(start..).and_then(|rest| rest.first_chunk::<16>());
+        if let (1..16, Some(&word)) = (len, chunk) {
+            // The name's bytes, zero above them, and its length in the last byte.
+            let key = (u128::from_le_bytes(word) & KEY_MASKS[len]) | ((len as u128) << 120);
+            let slot = &self.slots[Names::slot(key)];
+            if slot.0 == key {
+                return slot.1.clone();
             }
-        };
-        // `len` < 16: the name's bytes, zero above them, and its length in the last byte.
-        let key = (word & ((1u128 << (8 * len)) - 1)) | ((len as u128) << 120);
-        self.lookup(key, raw)
+        }
+        self.miss(src, start, end)
     }
 
-    /// The atom for `raw`, whose key (bytes and length packed) is `key`.
-    #[inline]
-    fn lookup(&mut self, key: u128, raw: &str) -> LocalName {
-        let mixed = (key as u64 ^ (key >> 64) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        let slot = &mut self.slots[(mixed >> 58) as usize % NAME_SLOTS];
-        if slot.0 != key {
-            *slot = (key, LocalName::from(&*lower_name(raw)));
+    /// [`Names::get`] for a name not in the table: interned, and remembered unless it is too
+    /// long for a key (or empty).
+    #[cold]
+    #[inline(never)]
+    fn miss(&mut self, src: &str, start: usize, end: usize) -> LocalName {
+        let raw = &src[start..end];
+        let name = LocalName::from(&*lower_name(raw));
+        let len = raw.len();
+        if (1..16).contains(&len) {
+            // The key `get` reads, made from the name's bytes alone (near the end of input
+            // there may be no 16 bytes to load).
+            let mut packed = [0u8; 16];
+            packed[..len].copy_from_slice(raw.as_bytes());
+            let key = u128::from_le_bytes(packed) | ((len as u128) << 120);
+            self.slots[Names::slot(key)] = (key, name.clone());
         }
-        slot.1.clone()
+        name
+    }
+
+    /// The slot for a key.
+    #[inline]
+    fn slot(key: u128) -> usize {
+        let mixed = (key as u64 ^ (key >> 64) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        (mixed >> 56) as usize % NAME_SLOTS
     }
 }
+
+/// `KEY_MASKS[len]` keeps the low `len` bytes of a 16-byte word: a table, because a shift of a
+/// `u128` by a variable amount takes a dozen instructions.
+static KEY_MASKS: [u128; 16] = {
+    let mut masks = [0u128; 16];
+    let mut len = 1;
+    while len < 16 {
+        masks[len] = (1u128 << (8 * len)) - 1;
+        len += 1;
+    }
+    masks
+};
 
 /// How `&` is read: in text, or in an attribute value (where `&amp=` and `&ampx` stay as
 /// written, for historical reasons).
@@ -960,7 +992,7 @@ mod tests {
                 .map(|s| s.to_string())
                 .collect();
         // More names than slots, so that slots are taken over and asked again.
-        written.extend((0..200).map(|i| format!("n{i}")));
+        written.extend((0..600).map(|i| format!("n{i}")));
         for round in 0..3 {
             for raw in &written {
                 let expected = super::LocalName::from(&*super::lower_name(raw));
