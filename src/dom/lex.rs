@@ -54,7 +54,6 @@ pub(super) fn run<'s, S: Sink<'s>>(html: &'s str, sink: &S, stop: impl Fn() -> b
         owned: String::new(),
         sink,
         names: NAMES.take().unwrap_or_else(Names::new),
-        attrs: Vec::new(),
     };
     lexer.data(&stop);
     lexer.flush();
@@ -63,13 +62,14 @@ pub(super) fn run<'s, S: Sink<'s>>(html: &'s str, sink: &S, stop: impl Fn() -> b
     NAMES.set(Some(lexer.names));
 }
 
-/// A start or end tag: html5ever's `Tag`, with attributes that borrow their values from the
-/// input (`'s`) and carry their names as the tree keeps them.
+/// A start tag: html5ever's `Tag`, with attributes that borrow their values from the input
+/// (`'s`) and carry their names as the tree keeps them. End tags come as a name alone
+/// ([`Sink::end_tag`]).
 pub(super) struct Tag<'s> {
     pub(super) kind: TagKind,
     pub(super) name: LocalName,
     pub(super) self_closing: bool,
-    /// In order, without duplicates (the first of a name stays); empty for end tags.
+    /// In order, without duplicates (the first of a name stays).
     pub(super) attrs: Vec<TagAttr<'s>>,
 }
 
@@ -77,8 +77,12 @@ pub(super) struct Tag<'s> {
 /// character data as a string slice, so that a sink which copies them into buffers of its own
 /// (the direct builder) gets no tendril made for them.
 pub(super) trait Sink<'s> {
-    /// A tag; says whether the tokenizer switches to a raw-text state.
+    /// A start tag; says whether the tokenizer switches to a raw-text state.
     fn tag(&self, tag: Tag<'s>) -> TokenSinkResult<()>;
+
+    /// An end tag, by its name: its attributes are dropped by the specification, so it brings
+    /// no vector to allocate, hand over and drop.
+    fn end_tag(&self, name: LocalName, self_closing: bool) -> TokenSinkResult<()>;
 
     /// An empty vector for the attributes of a tag: the sink may hand back one a tag brought,
     /// so that tags after the first cost no allocation.
@@ -123,6 +127,12 @@ impl<T: TokenSink> Sink<'_> for Tokens<'_, T> {
         self.token(Token::TagToken(tag))
     }
 
+    fn end_tag(&self, name: LocalName, self_closing: bool) -> TokenSinkResult<()> {
+        let kind = TagKind::EndTag;
+        let tag = html5ever::tokenizer::Tag { kind, name, self_closing, attrs: Vec::new(), had_duplicate_attributes: false };
+        self.token(Token::TagToken(tag))
+    }
+
     fn token(&self, token: Token) -> TokenSinkResult<()> {
         match self.0.process_token(token, 0) {
             TokenSinkResult::RawData(kind) => TokenSinkResult::RawData(kind),
@@ -163,8 +173,6 @@ struct Lexer<'s, 'k, S> {
     owned: String,
     sink: &'k S,
     names: Names,
-    /// An empty vector for the next tag's attributes, when the last tag left one.
-    attrs: Vec<TagAttr<'s>>,
 }
 
 /// The pending run of character data.
@@ -561,62 +569,69 @@ impl<'s, S: Sink<'s>> Lexer<'s, '_, S> {
     /// A tag whose name starts at `start`. Returns whether it was emitted (false at end of
     /// input inside the tag, where the specification drops it).
     fn tag(&mut self, kind: TagKind, start: usize) -> bool {
-        let len = self.bytes.len();
         let i = run_end(self.bytes, start, SPACE | SLASH | GT);
         let name = self.names.get(self.src, start, i);
-        let mut attrs = std::mem::take(&mut self.attrs);
-        let mut self_closing = false;
         self.pos = i;
+        if kind == TagKind::EndTag {
+            // An end tag's attributes are read past and dropped: no vector for them.
+            let Some(self_closing) = self.attributes(|_, _| ()) else { return false };
+            self.flush();
+            let _ = self.sink.end_tag(name, self_closing);
+            return true;
+        }
+        let mut attrs = Vec::new();
+        let Some(self_closing) = self.attributes(|lexer, attr| {
+            if attrs.capacity() == 0 {
+                attrs = lexer.sink.spare();
+            }
+            if !attrs.iter().any(|a| a.name == attr.name) {
+                attrs.push(attr);
+            }
+        }) else {
+            return false;
+        };
+        self.flush();
+        let result = self.sink.tag(Tag { kind, name: name.clone(), self_closing, attrs });
+        match result {
+            TokenSinkResult::RawData(RawKind::Rcdata) => self.raw_text(&name, true),
+            TokenSinkResult::RawData(RawKind::Rawtext) => self.raw_text(&name, false),
+            TokenSinkResult::RawData(_) => self.script_data(),
+            TokenSinkResult::Plaintext => {
+                let len = self.bytes.len();
+                self.text_run(len, Nul::Replace, false);
+            }
+            _ => {}
+        }
+        true
+    }
+
+    /// The rest of a tag from `pos` (after its name): each attribute to `each`, then whether
+    /// the tag is self-closing; `None` at end of input inside the tag.
+    fn attributes(&mut self, mut each: impl FnMut(&Self, TagAttr<'s>)) -> Option<bool> {
         loop {
             self.pos = skip_spaces(self.bytes, self.pos);
             match self.bytes.get(self.pos).copied() {
-                None => return false,
+                None => return None,
                 Some(b'>') => {
                     self.pos += 1;
-                    break;
+                    return Some(false);
                 }
                 Some(b'/') => {
                     self.pos += 1;
                     if self.bytes.get(self.pos) == Some(&b'>') {
-                        self_closing = true;
                         self.pos += 1;
-                        break;
+                        return Some(true);
                     }
                 }
                 Some(_) => {
                     let Some(attr) = self.attribute() else {
-                        self.pos = len;
-                        return false;
+                        self.pos = self.bytes.len();
+                        return None;
                     };
-                    if attrs.capacity() == 0 {
-                        attrs = self.sink.spare();
-                    }
-                    if !attrs.iter().any(|a| a.name == attr.name) {
-                        attrs.push(attr);
-                    }
+                    each(self, attr);
                 }
             }
         }
-        if kind == TagKind::EndTag {
-            attrs.clear();
-            self.attrs = std::mem::take(&mut attrs);
-        }
-        let raw = kind == TagKind::StartTag;
-        self.flush();
-        let result = self.sink.tag(Tag { kind, name: name.clone(), self_closing, attrs });
-        if raw {
-            match result {
-                TokenSinkResult::RawData(RawKind::Rcdata) => self.raw_text(&name, true),
-                TokenSinkResult::RawData(RawKind::Rawtext) => self.raw_text(&name, false),
-                TokenSinkResult::RawData(_) => self.script_data(),
-                TokenSinkResult::Plaintext => {
-                    let len = self.bytes.len();
-                    self.text_run(len, Nul::Replace, false);
-                }
-                _ => {}
-            }
-        }
-        true
     }
 
     /// One attribute at `pos` (not a space, `/` or `>`); `None` at end of input.

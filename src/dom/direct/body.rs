@@ -538,11 +538,14 @@ impl<'s> State<'_, 's> {
         if let (Some(first), true) = (first, matches >= 3) {
             self.active.remove(first);
         }
-        let id = self.insert(tag.name.clone(), Ns::Html, tag.attrs.clone())?;
+        // The entry keeps a copy of the attributes as parsed; the tokenizer's vector goes on
+        // to the tree, and back to the tokenizer with its capacity.
+        let attrs = tag.attrs.clone();
+        let id = self.insert(tag.name.clone(), Ns::Html, tag.attrs)?;
         self.active.push(Formatting::Element {
             id,
             name: tag.name,
-            attrs: tag.attrs,
+            attrs,
         });
         Ok(Out::Continue)
     }
@@ -568,9 +571,10 @@ impl<'s> State<'_, 's> {
                 // A marker is never reached: the search above stops after one.
                 return Err(Bail);
             };
-            let (name, attrs) = (name.clone(), attrs.clone());
             let id = self.insert(name.clone(), Ns::Html, attrs.clone())?;
-            self.active[at] = Formatting::Element { id, name, attrs };
+            if let Formatting::Element { id: entry, .. } = &mut self.active[at] {
+                *entry = id;
+            }
             if at == self.active.len() - 1 {
                 return Ok(());
             }

@@ -32,7 +32,7 @@ mod tests;
 use std::cell::{Cell, RefCell};
 
 use html5ever::tokenizer::states::RawKind;
-use html5ever::tokenizer::{TagKind, Token, TokenSinkResult};
+use html5ever::tokenizer::{Token, TokenSinkResult};
 use markup5ever::tendril::StrTendril;
 use markup5ever::{local_name, LocalName};
 
@@ -267,6 +267,14 @@ impl<'s> Sink<'s> for Builder<'_, 's> {
         self.run_step(|| what, |state| state.tag(tag))
     }
 
+    fn end_tag(&self, name: LocalName, _self_closing: bool) -> TokenSinkResult<()> {
+        #[cfg(test)]
+        let what = format!("</{name}>");
+        #[cfg(not(test))]
+        let what = String::new();
+        self.run_step(|| what, |state| state.end_tag(name))
+    }
+
     fn spare(&self) -> Vec<TagAttr<'s>> {
         std::mem::take(&mut self.state.borrow_mut().spare)
     }
@@ -303,13 +311,10 @@ impl<'s> Sink<'s> for Builder<'_, 's> {
     fn end(&self) {}
 }
 
-/// A tag in a few words.
+/// A start tag in a few words.
 #[cfg(test)]
 fn describe_tag(tag: &Tag<'_>) -> String {
-    match tag.kind {
-        TagKind::StartTag => format!("<{}>", tag.name),
-        TagKind::EndTag => format!("</{}>", tag.name),
-    }
+    format!("<{}>", tag.name)
 }
 
 /// A token in a few words.
@@ -406,16 +411,25 @@ impl<'f, 's> State<'f, 's> {
         }
     }
 
-    /// A tag from the tokenizer.
+    /// A start tag from the tokenizer.
     fn tag(&mut self, tag: Tag<'s>) -> Step {
         self.ignore_lf = false;
         // Most tags come in body under an HTML element: straight to its rules, as `step`
         // would send them.
-        match (tag.kind, self.in_html_body()) {
-            (TagKind::StartTag, true) => self.body_start(tag),
-            (TagKind::EndTag, true) => self.body_end(tag.name),
-            (TagKind::StartTag, false) => self.step(Tok::Start(tag)),
-            (TagKind::EndTag, false) => self.step(Tok::End(tag.name)),
+        if self.in_html_body() {
+            self.body_start(tag)
+        } else {
+            self.step(Tok::Start(tag))
+        }
+    }
+
+    /// An end tag from the tokenizer.
+    fn end_tag(&mut self, name: LocalName) -> Step {
+        self.ignore_lf = false;
+        if self.in_html_body() {
+            self.body_end(name)
+        } else {
+            self.step(Tok::End(name))
         }
     }
 
@@ -682,7 +696,12 @@ impl<'f, 's> State<'f, 's> {
             }
         };
         attrs.clear();
-        self.spare = attrs;
+        // The larger of the two goes back to the tokenizer: an element with few attributes
+        // laid out after one with many (a reconstructed formatting element after the tag that
+        // triggered it) would otherwise leave it a small vector to grow again.
+        if attrs.capacity() > self.spare.capacity() {
+            self.spare = attrs;
+        }
         laid
     }
 
