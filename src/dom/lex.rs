@@ -428,7 +428,7 @@ impl<'s, S: Sink<'s>> Lexer<'s, '_, S> {
 
     /// Reads a character reference at `pos` (an `&`) into the pending text.
     fn reference(&mut self, mode: RefIn, end: usize) {
-        let (chars, used) = char_ref(&self.bytes[..end], self.pos, mode);
+        let (chars, used) = char_ref(self.src, end, self.pos, mode);
         let mut out = [0u8; 8];
         let mut n = 0;
         for c in chars.into_iter().flatten() {
@@ -700,7 +700,7 @@ impl<'s, S: Sink<'s>> Lexer<'s, '_, S> {
                         i += 1;
                         continue;
                     }
-                    let (chars, used) = char_ref(&self.bytes[..end], i, RefIn::Attribute);
+                    let (chars, used) = char_ref(self.src, end, i, RefIn::Attribute);
                     if used == 0 {
                         out.push('&');
                         i += 1;
@@ -816,14 +816,16 @@ fn script_end(bytes: &[u8], from: usize) -> Option<usize> {
     }
 }
 
-/// Decodes the character reference at `bytes[at]` (an `&`): up to two characters and the bytes
-/// used, 0 when it is not a reference (the `&` is then text).
-fn char_ref(bytes: &[u8], at: usize, mode: RefIn) -> ([Option<char>; 2], usize) {
+/// Decodes the character reference at `src[at]` (an `&`) that ends before `end` at the
+/// latest: up to two characters and the bytes used, 0 when it is not a reference (the `&` is
+/// then text).
+fn char_ref(src: &str, end: usize, at: usize, mode: RefIn) -> ([Option<char>; 2], usize) {
     const NONE: ([Option<char>; 2], usize) = ([None, None], 0);
+    let bytes = src.as_bytes().get(..end).unwrap_or_default();
     match bytes.get(at + 1).copied() {
         None | Some(b'\t' | b'\n' | b'\x0c' | b' ' | b'<' | b'&') => NONE,
         Some(b'#') => numeric_ref(bytes, at),
-        Some(_) => named_ref(bytes, at, mode),
+        Some(_) => named_ref(src, bytes, at, mode),
     }
 }
 
@@ -859,7 +861,8 @@ fn numeric_ref(bytes: &[u8], at: usize) -> ([Option<char>; 2], usize) {
     ([Some(c), None], i - at)
 }
 
-fn named_ref(bytes: &[u8], at: usize, mode: RefIn) -> ([Option<char>; 2], usize) {
+/// A named reference: `bytes` is `src` cut where the reference must end.
+fn named_ref(src: &str, bytes: &[u8], at: usize, mode: RefIn) -> ([Option<char>; 2], usize) {
     let start = at + 1;
     let mut end = start;
     let mut found: Option<(usize, (u32, u32))> = None;
@@ -870,8 +873,8 @@ fn named_ref(bytes: &[u8], at: usize, mode: RefIn) -> ([Option<char>; 2], usize)
             break;
         }
         end += 1;
-        // Names are ASCII, so the slice is valid UTF-8.
-        let Ok(key) = std::str::from_utf8(&bytes[start..end]) else { break };
+        // Names are ASCII, so the slice is cut at characters (and not checked again as UTF-8).
+        let Some(key) = src.get(start..end) else { break };
         match NAMED_ENTITIES.get(key) {
             Some(&m) => {
                 if m.0 != 0 {
