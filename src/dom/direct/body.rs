@@ -528,6 +528,7 @@ impl<'s> State<'_, 's> {
             match entry {
                 Formatting::Marker => break,
                 Formatting::Element { name, attrs, .. } => {
+                    let attrs = self.formatting_attrs.get(attrs.clone()).unwrap_or_default();
                     if *name == tag.name && same_attributes(attrs, &tag.attrs) {
                         first = Some(i);
                         matches += 1;
@@ -540,7 +541,12 @@ impl<'s> State<'_, 's> {
         }
         // The entry keeps a copy of the attributes as parsed; the tokenizer's vector goes on
         // to the tree, and back to the tokenizer with its capacity.
-        let attrs = tag.attrs.clone();
+        if self.active.is_empty() {
+            self.formatting_attrs.clear();
+        }
+        let start = self.formatting_attrs.len();
+        self.formatting_attrs.extend_from_slice(&tag.attrs);
+        let attrs = start..self.formatting_attrs.len();
         let id = self.insert(tag.name.clone(), Ns::Html, tag.attrs)?;
         self.active.push(Formatting::Element {
             id,
@@ -571,7 +577,9 @@ impl<'s> State<'_, 's> {
                 // A marker is never reached: the search above stops after one.
                 return Err(Bail);
             };
-            let id = self.insert(name.clone(), Ns::Html, attrs.clone())?;
+            let mut list = std::mem::take(&mut self.spare);
+            list.extend_from_slice(self.formatting_attrs.get(attrs.clone()).unwrap_or_default());
+            let id = self.insert(name.clone(), Ns::Html, list)?;
             if let Formatting::Element { id: entry, .. } = &mut self.active[at] {
                 *entry = id;
             }

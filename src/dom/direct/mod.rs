@@ -185,13 +185,14 @@ impl std::ops::Deref for Stack {
 }
 
 /// An entry of the list of active formatting elements: the element and the token it was made
-/// for (name and attributes before the filter saw them), from which it is reconstructed.
-enum Formatting<'s> {
+/// for (name and attributes before the filter saw them), from which it is reconstructed. The
+/// attributes are a range of [`State::formatting_attrs`].
+enum Formatting {
     Marker,
     Element {
         id: u32,
         name: LocalName,
-        attrs: Vec<TagAttr<'s>>,
+        attrs: std::ops::Range<usize>,
     },
 }
 
@@ -213,7 +214,11 @@ struct State<'f, 's> {
     orig_mode: Mode,
     quirks: Quirks,
     open: Stack,
-    active: Vec<Formatting<'s>>,
+    active: Vec<Formatting>,
+    /// The attributes of the entries of `active`, one run per entry, appended as entries are
+    /// made and emptied when the list is: a vector per entry cost an allocation for each
+    /// `<a href>`.
+    formatting_attrs: Vec<TagAttr<'s>>,
     next_id: u32,
     /// The `<head>` element once created.
     head: Option<Open>,
@@ -369,6 +374,7 @@ impl<'f, 's> State<'f, 's> {
                 paragraphs: 0,
             },
             active: Vec::new(),
+            formatting_attrs: Vec::new(),
             next_id: 0,
             head: None,
             form: None,
