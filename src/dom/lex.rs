@@ -579,11 +579,11 @@ impl<'s, S: Sink<'s>> Lexer<'s, '_, S> {
             let _ = self.sink.end_tag(name, self_closing);
             return true;
         }
-        let mut attrs = Vec::new();
+        // The sink's spare vector, asked for at the first attribute (put in place of an empty
+        // vector, that one's drop would be a call per tag).
+        let mut attrs: Option<Vec<TagAttr<'s>>> = None;
         let Some(self_closing) = self.attributes(|lexer, attr| {
-            if attrs.capacity() == 0 {
-                attrs = lexer.sink.spare();
-            }
+            let attrs = attrs.get_or_insert_with(|| lexer.sink.spare());
             if !attrs.iter().any(|a| a.name == attr.name) {
                 attrs.push(attr);
             }
@@ -591,6 +591,7 @@ impl<'s, S: Sink<'s>> Lexer<'s, '_, S> {
             return false;
         };
         self.flush();
+        let attrs = attrs.unwrap_or_default();
         let result = self.sink.tag(Tag { kind, name: name.clone(), self_closing, attrs });
         match result {
             TokenSinkResult::RawData(RawKind::Rcdata) => self.raw_text(&name, true),
