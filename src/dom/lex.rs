@@ -196,7 +196,13 @@ struct Names {
     /// A name of 1 to 15 bytes packed with its length in the last byte (so never 0), and the
     /// atom for it, lower-cased; `(0, "")` is an empty slot.
     slots: Box<[(u128, LocalName); NAME_SLOTS]>,
+    /// Names of 16 bytes or more, too long for a key (`data-…` attributes, custom elements):
+    /// by a hash of their bytes, with the bytes to compare, as [`Names::miss`] finds them.
+    long: Box<[(u64, Box<str>, LocalName); LONG_SLOTS]>,
 }
+
+/// Slots of [`Names`] for long names: they are few on a page.
+const LONG_SLOTS: usize = 64;
 
 /// Slots of [`Names`]: several times the distinct names of most pages, so that few collide.
 const NAME_SLOTS: usize = 256;
@@ -210,6 +216,7 @@ impl Names {
     fn new() -> Names {
         Names {
             slots: Box::new(std::array::from_fn(|_| (0, LocalName::default()))),
+            long: Box::new(std::array::from_fn(|_| (0, Box::default(), LocalName::default()))),
         }
     }
 
@@ -234,14 +241,23 @@ impl Names {
         self.miss(src, start, end)
     }
 
-    /// [`Names::get`] for a name not in the table: interned, and remembered unless it is too
-    /// long for a key (or empty).
+    /// [`Names::get`] for a name not in the table: a long name looked up by its bytes, else
+    /// interned and remembered (unless empty).
     #[cold]
     #[inline(never)]
     fn miss(&mut self, src: &str, start: usize, end: usize) -> LocalName {
         let raw = &src[start..end];
-        let name = LocalName::from(&*lower_name(raw));
         let len = raw.len();
+        if len >= 16 {
+            let mix = |hash: u64, b: u8| (hash.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x517c_c1b7_2722_0a95);
+            let hash = raw.bytes().fold(0, mix);
+            let slot = &mut self.long[(hash >> 58) as usize % LONG_SLOTS];
+            if slot.0 != hash || *slot.1 != *raw {
+                *slot = (hash, raw.into(), LocalName::from(&*lower_name(raw)));
+            }
+            return slot.2.clone();
+        }
+        let name = LocalName::from(&*lower_name(raw));
         if (1..16).contains(&len) {
             // The key `get` reads, made from the name's bytes alone (near the end of input
             // there may be no 16 bytes to load).
@@ -1005,13 +1021,16 @@ mod tests {
     #[test]
     fn remembered_names_are_the_names_interned() {
         let mut names = super::Names::new();
-        let mut written: Vec<String> =
-            ["div", "DIV", "Div", "a", "class", "data-x\0y", "fifteen-bytes-x", "sixteen-bytes-xy"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
-        // More names than slots, so that slots are taken over and asked again.
+        let mut written: Vec<String> = [
+            "div", "DIV", "Div", "a", "class", "data-x\0y", "fifteen-bytes-x", "sixteen-bytes-xy",
+            "data-Long-NAME\0-x",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        // More names than slots, so that slots are taken over and asked again (long ones too).
         written.extend((0..600).map(|i| format!("n{i}")));
+        written.extend((0..200).map(|i| format!("data-long-name-{i}")));
         for round in 0..3 {
             for raw in &written {
                 let expected = super::LocalName::from(&*super::lower_name(raw));
