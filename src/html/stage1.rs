@@ -758,6 +758,11 @@ fn hides(name: &str, value: &str) -> bool {
 /// and keywords in any case, spaces anywhere, `!important` allowed. (`content-visibility` is a
 /// different property: it hides nothing from the reader.)
 fn style_hides(style: &str) -> bool {
+    // `display` and `visibility`, the two properties that can hide, both have a `y`; two
+    // inline styles in three have none, and need no reading.
+    if memchr::memchr2(b'y', b'Y', style.as_bytes()).is_none() {
+        return false;
+    }
     style.split(';').any(|declaration| {
         let Some((property, value)) = declaration.split_once(':') else {
             return false;
@@ -1323,6 +1328,14 @@ mod tests {
             let one_of = url_scheme(value).is_some_and(|s| s.is_one_of(&listed));
             assert_eq!(one_of, expected.is_some_and(|s| listed.iter().any(|l| l == s)), "{value:?}");
         }
+    }
+
+    #[test]
+    fn styles_are_read_for_display_and_visibility_alone() {
+        assert!(!style_hides("color: red; width: 1px"));
+        assert!(!style_hides("displa: none; visibilit: hidden"));
+        assert!(style_hides("color: red; DISPLAY : none"));
+        assert!(style_hides("visibilitY:hidden"));
     }
 
     /// Pieces of real-world markup, including the awkward ones, to build pages from.
