@@ -96,21 +96,25 @@ fn mark(tree: &mut Tree) {
         match &tree.nodes[i].kind {
             NodeKind::Element(e) => {
                 let attrs = Attrs::of(tree, e);
-                if attrs.hidden || hides_content(e) {
+                let kind = element_kind(e);
+                if attrs.hidden || kind & kind::HIDES != 0 {
                     flags |= flag::CONTENT_HIDDEN;
                 }
                 let link = attrs.href && e.name == local_name!("a");
                 if link {
                     flags |= flag::IN_LINK;
                 }
-                if super::is_block(e) {
+                if kind & kind::BLOCK != 0 {
                     flags |= flag::BLOCK;
                 }
                 shown &= !attrs.hidden;
                 own.tags = 1;
                 if shown {
                     own.links = u32::from(link);
-                    count_element(e, attrs.input_type, &mut own);
+                    own.images = u32::from(kind & kind::IMAGE != 0);
+                    let input = kind & kind::INPUT != 0
+                        && !attrs.input_type.unwrap_or("").eq_ignore_ascii_case("hidden");
+                    own.controls = u32::from(kind & kind::CONTROL != 0 || input);
                 }
             }
             NodeKind::Text(_) => flags |= flag::TEXT,
@@ -131,7 +135,8 @@ fn accumulate(tree: &mut Tree) {
         let mut own = tree.stats[i];
         if flags & (flag::TEXT | flag::SHOWN) == flag::TEXT | flag::SHOWN {
             if let NodeKind::Text(span) = &tree.nodes[i].kind {
-                let (chars, words) = count_text_in(tree.chars.as_bytes(), span.start as usize, span.end as usize);
+                let (start, end) = (span.start as usize, span.end as usize);
+                let (chars, words) = count_text_in(tree.chars.as_bytes(), start, end);
                 own.text_chars += chars;
                 own.words += words;
                 if flags & flag::IN_LINK != 0 {
@@ -184,7 +189,107 @@ impl<'a> Attrs<'a> {
     }
 }
 
-/// Adds a shown element's own image and control counts.
+/// What an element's name tells the statistics, as bits of [`kind`]: for an HTML element one
+/// match on the name answers [`super::is_block`], [`hides_content`] and what [`count_element`]
+/// counts, which asked one after the other cost three searches among the names.
+fn element_kind(e: &Element) -> u8 {
+    use kind::*;
+    if e.ns != Ns::Html {
+        return if hides_content(e) { HIDES } else { 0 };
+    }
+    match e.name {
+        local_name!("address")
+        | local_name!("article")
+        | local_name!("aside")
+        | local_name!("blockquote")
+        | local_name!("body")
+        | local_name!("caption")
+        | local_name!("center")
+        | local_name!("dd")
+        | local_name!("details")
+        | local_name!("dialog")
+        | local_name!("dir")
+        | local_name!("div")
+        | local_name!("dl")
+        | local_name!("dt")
+        | local_name!("fieldset")
+        | local_name!("figcaption")
+        | local_name!("figure")
+        | local_name!("footer")
+        | local_name!("form")
+        | local_name!("h1")
+        | local_name!("h2")
+        | local_name!("h3")
+        | local_name!("h4")
+        | local_name!("h5")
+        | local_name!("h6")
+        | local_name!("header")
+        | local_name!("hgroup")
+        | local_name!("hr")
+        | local_name!("html")
+        | local_name!("legend")
+        | local_name!("li")
+        | local_name!("listing")
+        | local_name!("main")
+        | local_name!("menu")
+        | local_name!("nav")
+        | local_name!("ol")
+        | local_name!("p")
+        | local_name!("plaintext")
+        | local_name!("pre")
+        | local_name!("search")
+        | local_name!("section")
+        | local_name!("summary")
+        | local_name!("table")
+        | local_name!("tbody")
+        | local_name!("td")
+        | local_name!("tfoot")
+        | local_name!("th")
+        | local_name!("thead")
+        | local_name!("tr")
+        | local_name!("ul")
+        | local_name!("xmp") => BLOCK,
+        local_name!("script")
+        | local_name!("style")
+        | local_name!("head")
+        | local_name!("title")
+        | local_name!("template")
+        | local_name!("noscript")
+        | local_name!("noembed")
+        | local_name!("noframes")
+        | local_name!("datalist") => HIDES,
+        local_name!("select")
+        | local_name!("iframe")
+        | local_name!("audio")
+        | local_name!("video")
+        | local_name!("canvas") => HIDES | CONTROL,
+        local_name!("button")
+        | local_name!("textarea")
+        | local_name!("embed")
+        | local_name!("object") => CONTROL,
+        local_name!("img") => IMAGE,
+        local_name!("input") => INPUT,
+        _ => 0,
+    }
+}
+
+/// The bits of [`element_kind`].
+mod kind {
+    /// [`super::super::is_block`].
+    pub const BLOCK: u8 = 1;
+    /// [`super::hides_content`].
+    pub const HIDES: u8 = 2;
+    /// An HTML `<img>`.
+    pub const IMAGE: u8 = 4;
+    /// An HTML `<input>`: a control unless `type=hidden`.
+    pub const INPUT: u8 = 8;
+    /// An HTML form control or embedded content other than `<input>`.
+    pub const CONTROL: u8 = 16;
+}
+
+/// Adds a shown element's own image and control counts: what [`element_kind`] answers, kept
+/// as the plain statement of it that the tests hold it to.
+#[cfg(test)]
 fn count_element(e: &Element, input_type: Option<&str>, own: &mut NodeStats) {
     if e.ns != Ns::Html {
         return;
@@ -472,6 +577,35 @@ mod tests {
         let text = tree.first_child(shown_link).expect("link text");
         assert!(tree.is_shown(text) && tree.is_in_link(text));
         assert!(!tree.is_in_link(tree.root()));
+    }
+
+    #[test]
+    fn element_kinds_are_the_three_lists() {
+        let names = [
+            "a", "span", "div", "p", "td", "html", "body", "xmp", "script", "style", "head", "title",
+            "template", "noscript", "iframe", "noembed", "noframes", "audio", "video", "canvas",
+            "select", "datalist", "img", "input", "button", "textarea", "embed", "object", "desc",
+            "annotation", "annotation-xml", "foreignObject", "svg", "math", "h1", "li", "form", "table",
+            "tr", "my-element",
+        ];
+        for ns in [Ns::Html, Ns::Svg, Ns::MathMl, Ns::Other] {
+            for name in names {
+                let name_atom = super::super::LocalName::from(name);
+                let e = Element { name: name_atom, ns, attrs: Default::default() };
+                let kind = element_kind(&e);
+                assert_eq!(kind & kind::BLOCK != 0, super::super::is_block(&e), "{name} {ns:?}");
+                assert_eq!(kind & kind::HIDES != 0, hides_content(&e), "{name} {ns:?}");
+                for input_type in [None, Some("hidden"), Some("HIDDEN"), Some("text")] {
+                    let mut expected = NodeStats::default();
+                    count_element(&e, input_type, &mut expected);
+                    let hidden = input_type.unwrap_or("").eq_ignore_ascii_case("hidden");
+                    let input = kind & kind::INPUT != 0 && !hidden;
+                    let controls = u32::from(kind & kind::CONTROL != 0 || input);
+                    assert_eq!(u32::from(kind & kind::IMAGE != 0), expected.images, "{name} {ns:?}");
+                    assert_eq!(controls, expected.controls, "{name} {ns:?} {input_type:?}");
+                }
+            }
+        }
     }
 
     #[test]
