@@ -129,7 +129,8 @@ impl<T: TokenSink> Sink<'_> for Tokens<'_, T> {
 
     fn end_tag(&self, name: LocalName, self_closing: bool) -> TokenSinkResult<()> {
         let kind = TagKind::EndTag;
-        let tag = html5ever::tokenizer::Tag { kind, name, self_closing, attrs: Vec::new(), had_duplicate_attributes: false };
+        let attrs = Vec::new();
+        let tag = html5ever::tokenizer::Tag { kind, name, self_closing, attrs, had_duplicate_attributes: false };
         self.token(Token::TagToken(tag))
     }
 
@@ -249,7 +250,9 @@ impl Names {
         let raw = &src[start..end];
         let len = raw.len();
         if len >= 16 {
-            let mix = |hash: u64, b: u8| (hash.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x517c_c1b7_2722_0a95);
+            let mix = |hash: u64, b: u8| {
+                (hash.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x517c_c1b7_2722_0a95)
+            };
             let hash = raw.bytes().fold(0, mix);
             let slot = &mut self.long[(hash >> 58) as usize % LONG_SLOTS];
             if slot.0 != hash || *slot.1 != *raw {
