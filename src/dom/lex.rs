@@ -53,22 +53,23 @@ pub(super) fn run<'s, S: Sink<'s>>(html: &'s str, sink: &S, stop: impl Fn() -> b
         text: Pending::Empty,
         owned: String::new(),
         sink,
-        names: Names::new(),
-        attrs: Vec::new(),
+        names: NAMES.take().unwrap_or_else(Names::new),
     };
     lexer.data(&stop);
     lexer.flush();
     let _ = sink.token(Token::EOFToken);
     sink.end();
+    NAMES.set(Some(lexer.names));
 }
 
-/// A start or end tag: html5ever's `Tag`, with attributes that borrow their values from the
-/// input (`'s`) and carry their names as the tree keeps them.
+/// A start tag: html5ever's `Tag`, with attributes that borrow their values from the input
+/// (`'s`) and carry their names as the tree keeps them. End tags come as a name alone
+/// ([`Sink::end_tag`]).
 pub(super) struct Tag<'s> {
     pub(super) kind: TagKind,
     pub(super) name: LocalName,
     pub(super) self_closing: bool,
-    /// In order, without duplicates (the first of a name stays); empty for end tags.
+    /// In order, without duplicates (the first of a name stays).
     pub(super) attrs: Vec<TagAttr<'s>>,
 }
 
@@ -76,8 +77,12 @@ pub(super) struct Tag<'s> {
 /// character data as a string slice, so that a sink which copies them into buffers of its own
 /// (the direct builder) gets no tendril made for them.
 pub(super) trait Sink<'s> {
-    /// A tag; says whether the tokenizer switches to a raw-text state.
+    /// A start tag; says whether the tokenizer switches to a raw-text state.
     fn tag(&self, tag: Tag<'s>) -> TokenSinkResult<()>;
+
+    /// An end tag, by its name: its attributes are dropped by the specification, so it brings
+    /// no vector to allocate, hand over and drop.
+    fn end_tag(&self, name: LocalName, self_closing: bool) -> TokenSinkResult<()>;
 
     /// An empty vector for the attributes of a tag: the sink may hand back one a tag brought,
     /// so that tags after the first cost no allocation.
@@ -122,6 +127,13 @@ impl<T: TokenSink> Sink<'_> for Tokens<'_, T> {
         self.token(Token::TagToken(tag))
     }
 
+    fn end_tag(&self, name: LocalName, self_closing: bool) -> TokenSinkResult<()> {
+        let kind = TagKind::EndTag;
+        let attrs = Vec::new();
+        let tag = html5ever::tokenizer::Tag { kind, name, self_closing, attrs, had_duplicate_attributes: false };
+        self.token(Token::TagToken(tag))
+    }
+
     fn token(&self, token: Token) -> TokenSinkResult<()> {
         match self.0.process_token(token, 0) {
             TokenSinkResult::RawData(kind) => TokenSinkResult::RawData(kind),
@@ -162,8 +174,6 @@ struct Lexer<'s, 'k, S> {
     owned: String,
     sink: &'k S,
     names: Names,
-    /// An empty vector for the next tag's attributes, when the last tag left one.
-    attrs: Vec<TagAttr<'s>>,
 }
 
 /// The pending run of character data.
@@ -180,19 +190,34 @@ enum Pending {
 /// `a`, `class` and `href` hundreds of times, and interning hashes the name and looks it up
 /// in the static set (or, for names outside it, a set shared by every thread, under a lock).
 /// A small table keyed by the name's bytes turns most of those into one comparison.
+///
+/// The table outlives the page: one per thread ([`NAMES`]), handed to each parse and taken
+/// back, so that a page's names are mostly found from the pages before it.
 struct Names {
     /// A name of 1 to 15 bytes packed with its length in the last byte (so never 0), and the
     /// atom for it, lower-cased; `(0, "")` is an empty slot.
-    slots: [(u128, LocalName); NAME_SLOTS],
+    slots: Box<[(u128, LocalName); NAME_SLOTS]>,
+    /// Names of 16 bytes or more, too long for a key (`data-…` attributes, custom elements):
+    /// by a hash of their bytes, with the bytes to compare, as [`Names::miss`] finds them.
+    long: Box<[(u64, Box<str>, LocalName); LONG_SLOTS]>,
 }
 
-/// Slots of [`Names`]: more than the distinct names of most pages.
-const NAME_SLOTS: usize = 64;
+/// Slots of [`Names`] for long names: they are few on a page.
+const LONG_SLOTS: usize = 64;
+
+/// Slots of [`Names`]: several times the distinct names of most pages, so that few collide.
+const NAME_SLOTS: usize = 256;
+
+thread_local! {
+    /// The thread's [`Names`] between parses (`None` while a parse holds it).
+    static NAMES: std::cell::Cell<Option<Names>> = const { std::cell::Cell::new(None) };
+}
 
 impl Names {
     fn new() -> Names {
         Names {
-            slots: std::array::from_fn(|_| (0, LocalName::default())),
+            slots: Box::new(std::array::from_fn(|_| (0, LocalName::default()))),
+            long: Box::new(std::array::from_fn(|_| (0, Box::default(), LocalName::default()))),
         }
     }
 
@@ -200,38 +225,72 @@ impl Names {
     ///
     /// The key is read from the input in one 16-byte load and masked to the name: copying the
     /// name's few bytes into a buffer and loading that as one word would stall the load until
-    /// the byte stores drain, on every tag and attribute of the page.
+    /// the byte stores drain, on every tag and attribute of the page. Only a hit is inline;
+    /// everything else is [`Names::miss`], out of the way of the callers' registers.
+    #[inline]
     fn get(&mut self, src: &str, start: usize, end: usize) -> LocalName {
-        let raw = &src[start..end];
-        let len = raw.len();
-        if len == 0 || len >= 16 {
-            return LocalName::from(&*lower_name(raw));
-        }
-        let word = match src.as_bytes().get(start..start + 16).and_then(|s| <[u8; 16]>::try_from(s).ok()) {
-            Some(word) => u128::from_le_bytes(word),
-            // Near the end of the input: the name's bytes alone.
-            None => {
-                let mut packed = [0u8; 16];
-                packed[..len].copy_from_slice(raw.as_bytes());
-                u128::from_le_bytes(packed)
+        let len = end.wrapping_sub(start);
+        let chunk = src.as_bytes().get(start..).and_then(|rest| rest.first_chunk::<16>());
+        if let (1..16, Some(&word)) = (len, chunk) {
+            // The name's bytes, zero above them, and its length in the last byte.
+            let key = (u128::from_le_bytes(word) & KEY_MASKS[len]) | ((len as u128) << 120);
+            let slot = &self.slots[Names::slot(key)];
+            if slot.0 == key {
+                return slot.1.clone();
             }
-        };
-        // `len` < 16: the name's bytes, zero above them, and its length in the last byte.
-        let key = (word & ((1u128 << (8 * len)) - 1)) | ((len as u128) << 120);
-        self.lookup(key, raw)
+        }
+        self.miss(src, start, end)
     }
 
-    /// The atom for `raw`, whose key (bytes and length packed) is `key`.
-    #[inline]
-    fn lookup(&mut self, key: u128, raw: &str) -> LocalName {
-        let mixed = (key as u64 ^ (key >> 64) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        let slot = &mut self.slots[(mixed >> 58) as usize % NAME_SLOTS];
-        if slot.0 != key {
-            *slot = (key, LocalName::from(&*lower_name(raw)));
+    /// [`Names::get`] for a name not in the table: a long name looked up by its bytes, else
+    /// interned and remembered (unless empty).
+    #[cold]
+    #[inline(never)]
+    fn miss(&mut self, src: &str, start: usize, end: usize) -> LocalName {
+        let raw = &src[start..end];
+        let len = raw.len();
+        if len >= 16 {
+            let mix = |hash: u64, b: u8| {
+                (hash.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x517c_c1b7_2722_0a95)
+            };
+            let hash = raw.bytes().fold(0, mix);
+            let slot = &mut self.long[(hash >> 58) as usize % LONG_SLOTS];
+            if slot.0 != hash || *slot.1 != *raw {
+                *slot = (hash, raw.into(), LocalName::from(&*lower_name(raw)));
+            }
+            return slot.2.clone();
         }
-        slot.1.clone()
+        let name = LocalName::from(&*lower_name(raw));
+        if (1..16).contains(&len) {
+            // The key `get` reads, made from the name's bytes alone (near the end of input
+            // there may be no 16 bytes to load).
+            let mut packed = [0u8; 16];
+            packed[..len].copy_from_slice(raw.as_bytes());
+            let key = u128::from_le_bytes(packed) | ((len as u128) << 120);
+            self.slots[Names::slot(key)] = (key, name.clone());
+        }
+        name
+    }
+
+    /// The slot for a key.
+    #[inline]
+    fn slot(key: u128) -> usize {
+        let mixed = (key as u64 ^ (key >> 64) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        (mixed >> 56) as usize % NAME_SLOTS
     }
 }
+
+/// `KEY_MASKS[len]` keeps the low `len` bytes of a 16-byte word: a table, because a shift of a
+/// `u128` by a variable amount takes a dozen instructions.
+static KEY_MASKS: [u128; 16] = {
+    let mut masks = [0u128; 16];
+    let mut len = 1;
+    while len < 16 {
+        masks[len] = (1u128 << (8 * len)) - 1;
+        len += 1;
+    }
+    masks
+};
 
 /// How `&` is read: in text, or in an attribute value (where `&amp=` and `&ampx` stay as
 /// written, for historical reasons).
@@ -388,7 +447,7 @@ impl<'s, S: Sink<'s>> Lexer<'s, '_, S> {
 
     /// Reads a character reference at `pos` (an `&`) into the pending text.
     fn reference(&mut self, mode: RefIn, end: usize) {
-        let (chars, used) = char_ref(&self.bytes[..end], self.pos, mode);
+        let (chars, used) = char_ref(self.src, end, self.pos, mode);
         let mut out = [0u8; 8];
         let mut n = 0;
         for c in chars.into_iter().flatten() {
@@ -529,62 +588,70 @@ impl<'s, S: Sink<'s>> Lexer<'s, '_, S> {
     /// A tag whose name starts at `start`. Returns whether it was emitted (false at end of
     /// input inside the tag, where the specification drops it).
     fn tag(&mut self, kind: TagKind, start: usize) -> bool {
-        let len = self.bytes.len();
         let i = run_end(self.bytes, start, SPACE | SLASH | GT);
         let name = self.names.get(self.src, start, i);
-        let mut attrs = std::mem::take(&mut self.attrs);
-        let mut self_closing = false;
         self.pos = i;
+        if kind == TagKind::EndTag {
+            // An end tag's attributes are read past and dropped: no vector for them.
+            let Some(self_closing) = self.attributes(|_, _| ()) else { return false };
+            self.flush();
+            let _ = self.sink.end_tag(name, self_closing);
+            return true;
+        }
+        // The sink's spare vector, asked for at the first attribute (put in place of an empty
+        // vector, that one's drop would be a call per tag).
+        let mut attrs: Option<Vec<TagAttr<'s>>> = None;
+        let Some(self_closing) = self.attributes(|lexer, attr| {
+            let attrs = attrs.get_or_insert_with(|| lexer.sink.spare());
+            if !attrs.iter().any(|a| a.name == attr.name) {
+                attrs.push(attr);
+            }
+        }) else {
+            return false;
+        };
+        self.flush();
+        let attrs = attrs.unwrap_or_default();
+        let result = self.sink.tag(Tag { kind, name: name.clone(), self_closing, attrs });
+        match result {
+            TokenSinkResult::RawData(RawKind::Rcdata) => self.raw_text(&name, true),
+            TokenSinkResult::RawData(RawKind::Rawtext) => self.raw_text(&name, false),
+            TokenSinkResult::RawData(_) => self.script_data(),
+            TokenSinkResult::Plaintext => {
+                let len = self.bytes.len();
+                self.text_run(len, Nul::Replace, false);
+            }
+            _ => {}
+        }
+        true
+    }
+
+    /// The rest of a tag from `pos` (after its name): each attribute to `each`, then whether
+    /// the tag is self-closing; `None` at end of input inside the tag.
+    fn attributes(&mut self, mut each: impl FnMut(&Self, TagAttr<'s>)) -> Option<bool> {
         loop {
             self.pos = skip_spaces(self.bytes, self.pos);
             match self.bytes.get(self.pos).copied() {
-                None => return false,
+                None => return None,
                 Some(b'>') => {
                     self.pos += 1;
-                    break;
+                    return Some(false);
                 }
                 Some(b'/') => {
                     self.pos += 1;
                     if self.bytes.get(self.pos) == Some(&b'>') {
-                        self_closing = true;
                         self.pos += 1;
-                        break;
+                        return Some(true);
                     }
                 }
                 Some(_) => {
                     let Some(attr) = self.attribute() else {
-                        self.pos = len;
-                        return false;
+                        self.pos = self.bytes.len();
+                        return None;
                     };
-                    if attrs.capacity() == 0 {
-                        attrs = self.sink.spare();
-                    }
-                    if !attrs.iter().any(|a| a.name == attr.name) {
-                        attrs.push(attr);
-                    }
+                    each(self, attr);
                 }
             }
         }
-        if kind == TagKind::EndTag {
-            attrs.clear();
-            self.attrs = std::mem::take(&mut attrs);
-        }
-        let raw = kind == TagKind::StartTag;
-        self.flush();
-        let result = self.sink.tag(Tag { kind, name: name.clone(), self_closing, attrs });
-        if raw {
-            match result {
-                TokenSinkResult::RawData(RawKind::Rcdata) => self.raw_text(&name, true),
-                TokenSinkResult::RawData(RawKind::Rawtext) => self.raw_text(&name, false),
-                TokenSinkResult::RawData(_) => self.script_data(),
-                TokenSinkResult::Plaintext => {
-                    let len = self.bytes.len();
-                    self.text_run(len, Nul::Replace, false);
-                }
-                _ => {}
-            }
-        }
-        true
     }
 
     /// One attribute at `pos` (not a space, `/` or `>`); `None` at end of input.
@@ -653,7 +720,7 @@ impl<'s, S: Sink<'s>> Lexer<'s, '_, S> {
                         i += 1;
                         continue;
                     }
-                    let (chars, used) = char_ref(&self.bytes[..end], i, RefIn::Attribute);
+                    let (chars, used) = char_ref(self.src, end, i, RefIn::Attribute);
                     if used == 0 {
                         out.push('&');
                         i += 1;
@@ -769,14 +836,16 @@ fn script_end(bytes: &[u8], from: usize) -> Option<usize> {
     }
 }
 
-/// Decodes the character reference at `bytes[at]` (an `&`): up to two characters and the bytes
-/// used, 0 when it is not a reference (the `&` is then text).
-fn char_ref(bytes: &[u8], at: usize, mode: RefIn) -> ([Option<char>; 2], usize) {
+/// Decodes the character reference at `src[at]` (an `&`) that ends before `end` at the
+/// latest: up to two characters and the bytes used, 0 when it is not a reference (the `&` is
+/// then text).
+fn char_ref(src: &str, end: usize, at: usize, mode: RefIn) -> ([Option<char>; 2], usize) {
     const NONE: ([Option<char>; 2], usize) = ([None, None], 0);
+    let bytes = src.as_bytes().get(..end).unwrap_or_default();
     match bytes.get(at + 1).copied() {
         None | Some(b'\t' | b'\n' | b'\x0c' | b' ' | b'<' | b'&') => NONE,
         Some(b'#') => numeric_ref(bytes, at),
-        Some(_) => named_ref(bytes, at, mode),
+        Some(_) => named_ref(src, bytes, at, mode),
     }
 }
 
@@ -812,7 +881,8 @@ fn numeric_ref(bytes: &[u8], at: usize) -> ([Option<char>; 2], usize) {
     ([Some(c), None], i - at)
 }
 
-fn named_ref(bytes: &[u8], at: usize, mode: RefIn) -> ([Option<char>; 2], usize) {
+/// A named reference: `bytes` is `src` cut where the reference must end.
+fn named_ref(src: &str, bytes: &[u8], at: usize, mode: RefIn) -> ([Option<char>; 2], usize) {
     let start = at + 1;
     let mut end = start;
     let mut found: Option<(usize, (u32, u32))> = None;
@@ -823,8 +893,8 @@ fn named_ref(bytes: &[u8], at: usize, mode: RefIn) -> ([Option<char>; 2], usize)
             break;
         }
         end += 1;
-        // Names are ASCII, so the slice is valid UTF-8.
-        let Ok(key) = std::str::from_utf8(&bytes[start..end]) else { break };
+        // Names are ASCII, so the slice is cut at characters (and not checked again as UTF-8).
+        let Some(key) = src.get(start..end) else { break };
         match NAMED_ENTITIES.get(key) {
             Some(&m) => {
                 if m.0 != 0 {
@@ -954,13 +1024,16 @@ mod tests {
     #[test]
     fn remembered_names_are_the_names_interned() {
         let mut names = super::Names::new();
-        let mut written: Vec<String> =
-            ["div", "DIV", "Div", "a", "class", "data-x\0y", "fifteen-bytes-x", "sixteen-bytes-xy"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
-        // More names than slots, so that slots are taken over and asked again.
-        written.extend((0..200).map(|i| format!("n{i}")));
+        let mut written: Vec<String> = [
+            "div", "DIV", "Div", "a", "class", "data-x\0y", "fifteen-bytes-x", "sixteen-bytes-xy",
+            "data-Long-NAME\0-x",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        // More names than slots, so that slots are taken over and asked again (long ones too).
+        written.extend((0..600).map(|i| format!("n{i}")));
+        written.extend((0..200).map(|i| format!("data-long-name-{i}")));
         for round in 0..3 {
             for raw in &written {
                 let expected = super::LocalName::from(&*super::lower_name(raw));

@@ -632,21 +632,28 @@ impl AttrPass {
         if attrs.is_empty() {
             return Verdict::Keep { stripped: 0 };
         }
-        if self.remove_hidden
-            && !matches!(*element, local_name!("html") | local_name!("body"))
-            && attrs.iter().any(|a| hides_in_tree(&a.name, &a.value))
-        {
-            return Verdict::Drop;
-        }
         // Looked up once per element: most elements hold no URL that runs.
         let url_names = if self.schemes.is_empty() { &[][..] } else { url_attributes(element) };
-        let before = attrs.len();
-        attrs.retain(|a| {
-            let strip = (might_be_named_by(initials, &a.name) && is_named_by(&self.patterns, &a.name))
+        let strips = |a: &TagAttr<'_>| {
+            (might_be_named_by(initials, &a.name) && is_named_by(&self.patterns, &a.name))
                 || (url_names.contains(&a.name)
-                    && decoded_url_scheme(&a.value).is_some_and(|s| self.schemes.iter().any(|x| **x == *s)));
-            !strip
-        });
+                    && decoded_url_scheme(&a.value).is_some_and(|s| s.is_one_of(&self.schemes)))
+        };
+        // One look at each attribute for both questions; most elements keep all of theirs,
+        // and their vector is then left as it is.
+        let (mut hidden, mut strip) = (false, false);
+        for a in attrs.iter() {
+            hidden |= self.remove_hidden && hides_in_tree(&a.name, &a.value);
+            strip = strip || strips(a);
+        }
+        if hidden && !matches!(*element, local_name!("html") | local_name!("body")) {
+            return Verdict::Drop;
+        }
+        if !strip {
+            return Verdict::Keep { stripped: 0 };
+        }
+        let before = attrs.len();
+        attrs.retain(|a| !strips(a));
         Verdict::Keep { stripped: before - attrs.len() }
     }
 }
@@ -751,6 +758,11 @@ fn hides(name: &str, value: &str) -> bool {
 /// and keywords in any case, spaces anywhere, `!important` allowed. (`content-visibility` is a
 /// different property: it hides nothing from the reader.)
 fn style_hides(style: &str) -> bool {
+    // `display` and `visibility`, the two properties that can hide, both have a `y`; two
+    // inline styles in three have none, and need no reading.
+    if memchr::memchr2(b'y', b'Y', style.as_bytes()).is_none() {
+        return false;
+    }
     style.split(';').any(|declaration| {
         let Some((property, value)) = declaration.split_once(':') else {
             return false;
@@ -845,6 +857,15 @@ fn decoded_url_scheme(value: &str) -> Option<Scheme> {
 struct Scheme {
     bytes: [u8; 32],
     len: usize,
+}
+
+impl Scheme {
+    /// Whether the scheme is one of `schemes` (lowercase), compared as bytes: through
+    /// [`Deref`](std::ops::Deref) each comparison would check the bytes are UTF-8 first.
+    fn is_one_of(&self, schemes: &[String]) -> bool {
+        let bytes = self.bytes.get(..self.len).unwrap_or_default();
+        schemes.iter().any(|scheme| scheme.as_bytes() == bytes)
+    }
 }
 
 impl std::ops::Deref for Scheme {
@@ -1301,9 +1322,20 @@ mod tests {
             ("no-colon-at-all", None),
             ("&unknown;javascript:x", None),
         ];
+        let listed = ["javascript".to_string(), "vbscript".to_string()];
         for (value, expected) in cases {
             assert_eq!(url_scheme(value).as_deref(), expected, "{value:?}");
+            let one_of = url_scheme(value).is_some_and(|s| s.is_one_of(&listed));
+            assert_eq!(one_of, expected.is_some_and(|s| listed.iter().any(|l| l == s)), "{value:?}");
         }
+    }
+
+    #[test]
+    fn styles_are_read_for_display_and_visibility_alone() {
+        assert!(!style_hides("color: red; width: 1px"));
+        assert!(!style_hides("displa: none; visibilit: hidden"));
+        assert!(style_hides("color: red; DISPLAY : none"));
+        assert!(style_hides("visibilitY:hidden"));
     }
 
     /// Pieces of real-world markup, including the awkward ones, to build pages from.

@@ -528,6 +528,7 @@ impl<'s> State<'_, 's> {
             match entry {
                 Formatting::Marker => break,
                 Formatting::Element { name, attrs, .. } => {
+                    let attrs = self.formatting_attrs.get(attrs.clone()).unwrap_or_default();
                     if *name == tag.name && same_attributes(attrs, &tag.attrs) {
                         first = Some(i);
                         matches += 1;
@@ -538,11 +539,19 @@ impl<'s> State<'_, 's> {
         if let (Some(first), true) = (first, matches >= 3) {
             self.active.remove(first);
         }
-        let id = self.insert(tag.name.clone(), Ns::Html, tag.attrs.clone())?;
+        // The entry keeps a copy of the attributes as parsed; the tokenizer's vector goes on
+        // to the tree, and back to the tokenizer with its capacity.
+        if self.active.is_empty() {
+            self.formatting_attrs.clear();
+        }
+        let start = self.formatting_attrs.len();
+        self.formatting_attrs.extend_from_slice(&tag.attrs);
+        let attrs = start..self.formatting_attrs.len();
+        let id = self.insert(tag.name.clone(), Ns::Html, tag.attrs)?;
         self.active.push(Formatting::Element {
             id,
             name: tag.name,
-            attrs: tag.attrs,
+            attrs,
         });
         Ok(Out::Continue)
     }
@@ -568,9 +577,12 @@ impl<'s> State<'_, 's> {
                 // A marker is never reached: the search above stops after one.
                 return Err(Bail);
             };
-            let (name, attrs) = (name.clone(), attrs.clone());
-            let id = self.insert(name.clone(), Ns::Html, attrs.clone())?;
-            self.active[at] = Formatting::Element { id, name, attrs };
+            let mut list = std::mem::take(&mut self.spare);
+            list.extend_from_slice(self.formatting_attrs.get(attrs.clone()).unwrap_or_default());
+            let id = self.insert(name.clone(), Ns::Html, list)?;
+            if let Formatting::Element { id: entry, .. } = &mut self.active[at] {
+                *entry = id;
+            }
             if at == self.active.len() - 1 {
                 return Ok(());
             }

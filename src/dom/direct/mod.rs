@@ -32,7 +32,7 @@ mod tests;
 use std::cell::{Cell, RefCell};
 
 use html5ever::tokenizer::states::RawKind;
-use html5ever::tokenizer::{TagKind, Token, TokenSinkResult};
+use html5ever::tokenizer::{Token, TokenSinkResult};
 use markup5ever::tendril::StrTendril;
 use markup5ever::{local_name, LocalName};
 
@@ -185,13 +185,14 @@ impl std::ops::Deref for Stack {
 }
 
 /// An entry of the list of active formatting elements: the element and the token it was made
-/// for (name and attributes before the filter saw them), from which it is reconstructed.
-enum Formatting<'s> {
+/// for (name and attributes before the filter saw them), from which it is reconstructed. The
+/// attributes are a range of [`State::formatting_attrs`].
+enum Formatting {
     Marker,
     Element {
         id: u32,
         name: LocalName,
-        attrs: Vec<TagAttr<'s>>,
+        attrs: std::ops::Range<usize>,
     },
 }
 
@@ -213,7 +214,11 @@ struct State<'f, 's> {
     orig_mode: Mode,
     quirks: Quirks,
     open: Stack,
-    active: Vec<Formatting<'s>>,
+    active: Vec<Formatting>,
+    /// The attributes of the entries of `active`, one run per entry, appended as entries are
+    /// made and emptied when the list is: a vector per entry cost an allocation for each
+    /// `<a href>`.
+    formatting_attrs: Vec<TagAttr<'s>>,
     next_id: u32,
     /// The `<head>` element once created.
     head: Option<Open>,
@@ -267,6 +272,14 @@ impl<'s> Sink<'s> for Builder<'_, 's> {
         self.run_step(|| what, |state| state.tag(tag))
     }
 
+    fn end_tag(&self, name: LocalName, _self_closing: bool) -> TokenSinkResult<()> {
+        #[cfg(test)]
+        let what = format!("</{name}>");
+        #[cfg(not(test))]
+        let what = String::new();
+        self.run_step(|| what, |state| state.end_tag(name))
+    }
+
     fn spare(&self) -> Vec<TagAttr<'s>> {
         std::mem::take(&mut self.state.borrow_mut().spare)
     }
@@ -303,13 +316,10 @@ impl<'s> Sink<'s> for Builder<'_, 's> {
     fn end(&self) {}
 }
 
-/// A tag in a few words.
+/// A start tag in a few words.
 #[cfg(test)]
 fn describe_tag(tag: &Tag<'_>) -> String {
-    match tag.kind {
-        TagKind::StartTag => format!("<{}>", tag.name),
-        TagKind::EndTag => format!("</{}>", tag.name),
-    }
+    format!("<{}>", tag.name)
 }
 
 /// A token in a few words.
@@ -364,6 +374,7 @@ impl<'f, 's> State<'f, 's> {
                 paragraphs: 0,
             },
             active: Vec::new(),
+            formatting_attrs: Vec::new(),
             next_id: 0,
             head: None,
             form: None,
@@ -406,16 +417,25 @@ impl<'f, 's> State<'f, 's> {
         }
     }
 
-    /// A tag from the tokenizer.
+    /// A start tag from the tokenizer.
     fn tag(&mut self, tag: Tag<'s>) -> Step {
         self.ignore_lf = false;
         // Most tags come in body under an HTML element: straight to its rules, as `step`
         // would send them.
-        match (tag.kind, self.in_html_body()) {
-            (TagKind::StartTag, true) => self.body_start(tag),
-            (TagKind::EndTag, true) => self.body_end(tag.name),
-            (TagKind::StartTag, false) => self.step(Tok::Start(tag)),
-            (TagKind::EndTag, false) => self.step(Tok::End(tag.name)),
+        if self.in_html_body() {
+            self.body_start(tag)
+        } else {
+            self.step(Tok::Start(tag))
+        }
+    }
+
+    /// An end tag from the tokenizer.
+    fn end_tag(&mut self, name: LocalName) -> Step {
+        self.ignore_lf = false;
+        if self.in_html_body() {
+            self.body_end(name)
+        } else {
+            self.step(Tok::End(name))
         }
     }
 
@@ -682,7 +702,12 @@ impl<'f, 's> State<'f, 's> {
             }
         };
         attrs.clear();
-        self.spare = attrs;
+        // The larger of the two goes back to the tokenizer: an element with few attributes
+        // laid out after one with many (a reconstructed formatting element after the tag that
+        // triggered it) would otherwise leave it a small vector to grow again.
+        if attrs.capacity() > self.spare.capacity() {
+            self.spare = attrs;
+        }
         laid
     }
 

@@ -102,6 +102,7 @@ accepted! {
     formatting_across_cells: "<b><table><tr><td>a</td></tr></table></b>",
     formatting_popped_when_current: "<b>a</b><i>b<u>c</u></i><em>d<strong>e</em>f",
     formatting_noahs_ark: "<p><b class=x><b class=x><b class=x><b class=x>a</p><p>b",
+    formatting_reconstructed_with_attributes: "<p><a href=x onclick=y>1<p>2</a>3<b id=a><i title=t>4</b>5</i><p>6<b id=a>7",
     misnested_a: "<a href=1>one<a href=2>two</a>",
     nobr_twice: "<nobr>a<nobr>b",
     unknown_end_tags: "<div><span>a</em></span></foo>b</div></div>",
