@@ -253,6 +253,47 @@ pub struct SelectorSet {
     by_name: FxHashMap<LocalName, ByName>,
     by_tag: FxHashMap<LocalName, Vec<u32>>,
     everywhere: Vec<u32>,
+    /// What the four maps above may hold ([`KeyFilter`]): most of a page's ids, classes,
+    /// attribute names and types are in none of a set's maps, or the set has few keys of a kind
+    /// (a host's rules file a couple of classes), and a filter rules them out for less than
+    /// hashing them does.
+    ids: KeyFilter,
+    classes: KeyFilter,
+    names: KeyFilter,
+    tags: KeyFilter,
+    /// Some id or class is noted ([`SelectorSet::note`]).
+    notes: bool,
+}
+
+/// A 256-bit summary of a set of keys: a key whose bit is clear is not in the set. One bit per
+/// key, so a set of a few dozen keys rules out most others; a large set rules out little but
+/// costs a shift and a mask.
+#[derive(Clone, Copy, Debug, Default)]
+struct KeyFilter([u64; 4]);
+
+impl KeyFilter {
+    fn insert(&mut self, bit: u8) {
+        self.0[usize::from(bit >> 6)] |= 1 << (bit & 63);
+    }
+
+    fn may_hold(&self, bit: u8) -> bool {
+        self.0[usize::from(bit >> 6)] >> (bit & 63) & 1 != 0
+    }
+
+    /// The bit of an id or class: its length and outer bytes, mixed.
+    fn str_bit(key: &str) -> u8 {
+        let bytes = key.as_bytes();
+        let (first, last) = (bytes.first().copied().unwrap_or(0), bytes.last().copied().unwrap_or(0));
+        let mixed = (bytes.len() as u64 | u64::from(first) << 32 | u64::from(last) << 40)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (mixed >> 56) as u8
+    }
+
+    /// The bit of an interned name, from the atom's identity: equal atoms have equal data
+    /// (that is how they compare), so a name in the set always finds its bit.
+    fn atom_bit(name: &LocalName) -> u8 {
+        (name.unsafe_data().wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8
+    }
 }
 
 /// The selectors filed under one attribute name.
@@ -291,6 +332,10 @@ const SUBSTRINGS_TOGETHER: usize = if cfg!(test) { 2 } else { 8 };
 struct Substrings {
     /// Finds the tests' values; pattern `i` is the test of selector `selectors[i]`.
     searcher: aho_corasick::AhoCorasick,
+    /// Whether any of the values occurs at all, for a vector unit: the values (`.ad-host.com/`)
+    /// start with bytes that fill every URL, so the searcher above stops at each of them, while
+    /// almost no value of a page holds any of them. `None` where the processor has no such unit.
+    any: Option<aho_corasick::packed::Searcher>,
     selectors: Vec<u32>,
 }
 
@@ -301,7 +346,8 @@ impl Substrings {
         if tests.len() >= SUBSTRINGS_TOGETHER {
             let searcher = aho_corasick::AhoCorasick::new(tests.iter().map(|(value, _)| value));
             if let Ok(searcher) = searcher {
-                return Some(Substrings { searcher, selectors: tests.into_iter().map(|(_, c)| c).collect() });
+                let any = aho_corasick::packed::Searcher::new(tests.iter().map(|(value, _)| value));
+                return Some(Substrings { searcher, any, selectors: tests.into_iter().map(|(_, c)| c).collect() });
             }
         }
         others.extend(tests.into_iter().map(|(_, c)| c));
@@ -310,6 +356,10 @@ impl Substrings {
 
     /// Pushes the selectors whose value occurs in `value`, each once.
     fn passing(&self, value: &str, out: &mut Vec<u32>) {
+        // Leftmost-first finds a match wherever any value occurs: none, no test passes.
+        if self.any.as_ref().is_some_and(|any| any.find(value).is_none()) {
+            return;
+        }
         let start = out.len();
         for found in self.searcher.find_overlapping_iter(value) {
             out.push(self.selectors[found.pattern().as_usize()]);
@@ -362,6 +412,8 @@ struct Filed {
     /// Some selector is that id or class and nothing else (`#ad`, `.ad-banner`: most of the
     /// lists' rules), so an element holding the key matches without any test.
     alone: bool,
+    /// The key is noted ([`SelectorSet::note`]): the walk reports it where it occurs.
+    noted: bool,
     /// The other selectors filed there, to be tested on the element.
     others: Vec<u32>,
 }
@@ -424,7 +476,24 @@ impl SelectorSet {
                 (name, ByName { subject: by_value(subject), ancestor: by_value(ancestor) })
             })
             .collect();
+        set.ids = set.by_id.keys().fold(KeyFilter::default(), |mut f, k| (f.insert(KeyFilter::str_bit(k)), f).1);
+        set.classes =
+            set.by_class.keys().fold(KeyFilter::default(), |mut f, k| (f.insert(KeyFilter::str_bit(k)), f).1);
+        set.names =
+            set.by_name.keys().fold(KeyFilter::default(), |mut f, k| (f.insert(KeyFilter::atom_bit(k)), f).1);
+        set.tags = set.by_tag.keys().fold(KeyFilter::default(), |mut f, k| (f.insert(KeyFilter::atom_bit(k)), f).1);
         set
+    }
+
+    /// Notes a class (`is_class`) or id: [`SelectorSet::matching_any`] reports where the page
+    /// holds it. For a caller that also wants to know which of some keys a page uses (the ad
+    /// remover counts the rules it could not parse, by the class or id that keys them): the
+    /// walk looks every class and id up anyway, and one lookup then serves both.
+    pub fn note(&mut self, is_class: bool, key: &str) {
+        let (map, filter) = if is_class { (&mut self.by_class, &mut self.classes) } else { (&mut self.by_id, &mut self.ids) };
+        map.entry(key.to_string()).or_default().noted = true;
+        filter.insert(KeyFilter::str_bit(key));
+        self.notes = true;
     }
 
     /// The number of complex selectors in the set (a list counts once per member).
@@ -451,8 +520,8 @@ impl SelectorSet {
     /// walk that reads each element's attributes once instead of once per set.
     ///
     /// `on_key` is shown every class name (`true`) and every non-empty id (`false`) of the
-    /// elements walked, in document order, repeats included, so that a caller who also looks
-    /// the page's classes and ids up elsewhere needs no walk of its own.
+    /// elements walked that a set notes ([`SelectorSet::note`]), in document order, repeats
+    /// included, once per set that notes it.
     pub fn matching_any(
         sets: &[&SelectorSet],
         tree: &Tree,
@@ -463,7 +532,7 @@ impl SelectorSet {
     }
 }
 
-/// What [`SelectorSet::matching_any`] shows each class (`true`) and non-empty id (`false`).
+/// What [`SelectorSet::matching_any`] shows each noted class (`true`) and id (`false`).
 type OnKey<'a> = &'a mut dyn FnMut(bool, &str);
 
 /// The walk behind [`SelectorSet::matching`] and [`SelectorSet::matching_any`].
@@ -472,8 +541,8 @@ type OnKey<'a> = &'a mut dyn FnMut(bool, &str);
 /// remaining attributes are then only read for `on_key`.
 fn walk(sets: &[&SelectorSet], tree: &Tree, root: NodeId, mut on_key: Option<OnKey<'_>>) -> Vec<NodeId> {
     let mut found = Vec::new();
-    let sets: Vec<&SelectorSet> = sets.iter().copied().filter(|s| !s.is_empty()).collect();
-    if sets.is_empty() && on_key.is_none() {
+    let sets: Vec<&SelectorSet> = sets.iter().copied().filter(|s| !s.is_empty() || s.notes).collect();
+    if sets.is_empty() {
         return found;
     }
     let by_name = sets.iter().any(|s| !s.by_name.is_empty());
@@ -490,8 +559,10 @@ fn walk(sets: &[&SelectorSet], tree: &Tree, root: NodeId, mut on_key: Option<OnK
             let ns = tree.element(ancestor).map_or(Ns::Html, |e| e.ns);
             for (name, value) in tree.attrs(ancestor) {
                 let name = lowercase(name, ns);
+                let bit = KeyFilter::atom_bit(&name);
                 for (number, set) in sets.iter().enumerate() {
-                    if let Some(filed) = set.by_name.get(&*name) {
+                    let filed = Some(set).filter(|set| set.names.may_hold(bit)).and_then(|set| set.by_name.get(&*name));
+                    if let Some(filed) = filed {
                         let at = (tree.nodes[ancestor.index()].end, number as u32);
                         arm(&filed.ancestor, &set.complexes, value, at, &mut armed, &mut scratch);
                     }
@@ -499,7 +570,7 @@ fn walk(sets: &[&SelectorSet], tree: &Tree, root: NodeId, mut on_key: Option<OnK
             }
         }
     }
-    let split_classes = on_key.is_some() || sets.iter().any(|s| !s.by_class.is_empty());
+    let split_classes = sets.iter().any(|s| !s.by_class.is_empty());
     let mut candidates: Vec<Vec<u32>> = vec![Vec::new(); sets.len()];
     for id in tree.walk(root) {
         let Some(element) = tree.element(id) else {
@@ -507,10 +578,14 @@ fn walk(sets: &[&SelectorSet], tree: &Tree, root: NodeId, mut on_key: Option<OnK
         };
         let mut matched = false;
         let tag = by_tag.then(|| lowercase(&element.name, element.ns));
+        let tag_bit = tag.as_ref().map_or(0, |tag| KeyFilter::atom_bit(tag));
         for (set, out) in sets.iter().zip(&mut candidates) {
             out.clear();
-            out.extend_from_slice(&set.everywhere);
-            if let Some(hits) = tag.as_ref().and_then(|tag| set.by_tag.get(&**tag)) {
+            if !set.everywhere.is_empty() {
+                out.extend_from_slice(&set.everywhere);
+            }
+            let filed = tag.as_ref().filter(|_| set.tags.may_hold(tag_bit));
+            if let Some(hits) = filed.and_then(|tag| set.by_tag.get(&**tag)) {
                 out.extend_from_slice(hits);
             }
         }
@@ -528,7 +603,11 @@ fn walk(sets: &[&SelectorSet], tree: &Tree, root: NodeId, mut on_key: Option<OnK
                 // element's own names are already atoms, lower case for every HTML name; a
                 // foreign camel-cased one is lowered (and interned) first.
                 let name = lowercase(name, element.ns);
+                let bit = KeyFilter::atom_bit(&name);
                 for (number, (set, out)) in sets.iter().zip(&mut candidates).enumerate() {
+                    if !set.names.may_hold(bit) {
+                        continue;
+                    }
                     let Some(filed) = set.by_name.get(&*name) else {
                         continue;
                     };
@@ -540,22 +619,14 @@ fn walk(sets: &[&SelectorSet], tree: &Tree, root: NodeId, mut on_key: Option<OnK
                 }
             }
             if *name == local_name!("id") {
-                if let Some(on_key) = on_key.as_mut().filter(|_| !value.is_empty()) {
-                    on_key(false, value);
-                }
-                if !matched {
-                    matched = gather_key(&sets, |set| &set.by_id, value, &mut candidates);
+                if !value.is_empty() {
+                    gather_key(&sets, false, value, &mut candidates, &mut matched, &mut on_key);
                 }
             } else if *name == local_name!("class") && split_classes {
                 // ASCII whitespace as std splits it is CSS whitespace: space, tab, line feed,
                 // form feed, carriage return; split on bytes, with no empty pieces.
                 for class in value.split_ascii_whitespace() {
-                    if let Some(on_key) = on_key.as_mut() {
-                        on_key(true, class);
-                    }
-                    if !matched {
-                        matched = gather_key(&sets, |set| &set.by_class, class, &mut candidates);
-                    }
+                    gather_key(&sets, true, class, &mut candidates, &mut matched, &mut on_key);
                 }
             }
         }
@@ -587,23 +658,41 @@ fn arm(
     armed.extend(found.iter().map(|&index| (at.0, at.1, index)));
 }
 
-/// Looks `key` up in the id or class index of every set: true when some set has a bare
-/// selector of that key (the element matches), else the selectors to test join `out`.
+/// Looks `key` up in the class (`is_class`) or id index of every set: `matched` turns true
+/// when some set has a bare selector of that key (the element matches), else the selectors to
+/// test join `out`. Once the element is matched only the sets that note keys look it up, for
+/// `on_key`.
 fn gather_key(
     sets: &[&SelectorSet],
-    index: impl Fn(&SelectorSet) -> &FxHashMap<String, Filed>,
+    is_class: bool,
     key: &str,
     out: &mut [Vec<u32>],
-) -> bool {
+    matched: &mut bool,
+    on_key: &mut Option<OnKey<'_>>,
+) {
+    let bit = KeyFilter::str_bit(key);
     for (set, out) in sets.iter().zip(out) {
-        if let Some(filed) = index(set).get(key) {
-            if filed.alone {
-                return true;
+        let (index, filter) = if is_class { (&set.by_class, &set.classes) } else { (&set.by_id, &set.ids) };
+        if (*matched && !set.notes) || !filter.may_hold(bit) {
+            continue;
+        }
+        let Some(filed) = index.get(key) else {
+            continue;
+        };
+        if filed.noted {
+            if let Some(on_key) = on_key.as_mut() {
+                on_key(is_class, key);
             }
+        }
+        if *matched {
+            continue;
+        }
+        if filed.alone {
+            *matched = true;
+        } else {
             out.extend_from_slice(&filed.others);
         }
     }
-    false
 }
 
 /// The first attribute test of the compound right above the subject, reached by a child or
@@ -857,15 +946,22 @@ impl AttrTest {
                     && !want.as_bytes().iter().any(is_space)
                     && value.as_bytes().split(is_space).any(is_want)
             }
+            // `want` is ASCII-lowered: comparing the bytes ASCII case-insensitively is lowering the
+            // value first, without the copy.
             AttrOp::DashMatch => {
-                let value = self.folded(value);
-                value == want
-                    || value
-                        .strip_prefix(want)
-                        .is_some_and(|rest| rest.starts_with('-'))
+                let (value, want) = (value.as_bytes(), want.as_bytes());
+                value.len() >= want.len()
+                    && self.same(&value[..want.len()], want)
+                    && value.get(want.len()).is_none_or(|&b| b == b'-')
             }
-            AttrOp::Prefix => !want.is_empty() && self.folded(value).starts_with(want),
-            AttrOp::Suffix => !want.is_empty() && self.folded(value).ends_with(want),
+            AttrOp::Prefix => {
+                let (value, want) = (value.as_bytes(), want.as_bytes());
+                !want.is_empty() && value.len() >= want.len() && self.same(&value[..want.len()], want)
+            }
+            AttrOp::Suffix => {
+                let (value, want) = (value.as_bytes(), want.as_bytes());
+                !want.is_empty() && value.len() >= want.len() && self.same(&value[value.len() - want.len()..], want)
+            }
             AttrOp::Substring => {
                 let value = self.folded(value);
                 !want.is_empty()
@@ -874,6 +970,16 @@ impl AttrTest {
                         None => value.contains(want),
                     }
             }
+        }
+    }
+
+    /// Whether part of a value equals `want` as the test compares: ASCII case-insensitively
+    /// when `ignore_case` (`want` is then lower case).
+    fn same(&self, part: &[u8], want: &[u8]) -> bool {
+        if self.ignore_case {
+            part.eq_ignore_ascii_case(want)
+        } else {
+            part == want
         }
     }
 
@@ -1143,18 +1249,37 @@ mod tests {
     }
 
     #[test]
-    fn one_walk_over_several_sets_reports_their_union_and_every_key() {
+    fn one_walk_over_several_sets_reports_their_union_and_every_noted_key() {
         let tree = Tree::parse(PAGE);
         let host = SelectorSet::new(
             ["a[href^='https://ads.']", "li:last-child", "#p2"]
                 .iter()
                 .map(|s| Selector::parse(s).expect("valid")),
         );
-        let generic = SelectorSet::new(
+        let mut generic = SelectorSet::new(
             [".ad", "#p2", ".sidebar > div", "#deep.ad"]
                 .iter()
                 .map(|s| Selector::parse(s).expect("valid")),
         );
+        // Every class and non-empty id of the page, in document order, but `wide`.
+        let mut expected = Vec::new();
+        for edge in tree.traverse(tree.root()) {
+            let Edge::Open(id) = edge else { continue };
+            for (name, value) in tree.attrs(id) {
+                if &**name == "id" && !value.is_empty() {
+                    expected.push((false, value.to_string()));
+                } else if &**name == "class" {
+                    expected.extend(value.split_ascii_whitespace().map(|c| (true, c.to_string())));
+                }
+            }
+        }
+        expected.retain(|(_, key)| key != "wide");
+        for (is_class, key) in &expected {
+            generic.note(*is_class, key);
+        }
+        // Keys the page lacks, and an id noted as a class, are never reported.
+        generic.note(true, "absent");
+        generic.note(true, "top");
         let mut keys = Vec::new();
         let sets = [&host, &generic, &SelectorSet::default()];
         let found = SelectorSet::matching_any(&sets, &tree, tree.root(), |is_class, key| {
@@ -1167,23 +1292,39 @@ mod tests {
         assert_eq!(found, union);
         let ids: Vec<_> = found.iter().map(|&id| tree.attr(id, "id").unwrap_or("-")).collect();
         assert_eq!(ids, ["top", "l1", "p2", "li3", "inner", "deep"]);
-        // Every class and non-empty id, in document order, whatever matched.
-        let mut expected = Vec::new();
-        for edge in tree.traverse(tree.root()) {
-            let Edge::Open(id) = edge else { continue };
-            for (name, value) in tree.attrs(id) {
-                if &**name == "id" && !value.is_empty() {
-                    expected.push((false, value.to_string()));
-                } else if &**name == "class" {
-                    expected.extend(value.split_ascii_whitespace().map(|c| (true, c.to_string())));
-                }
-            }
-        }
+        // Every noted key where it occurs, whatever matched.
         assert_eq!(keys, expected);
-        // No set at all: still every key, and no element.
+        // No set at all: no key, no element; a set of notes alone still reports them.
         let mut count = 0;
         assert!(SelectorSet::matching_any(&[], &tree, tree.root(), |_, _| count += 1).is_empty());
-        assert_eq!(count, expected.len());
+        assert_eq!(count, 0);
+        let mut notes = SelectorSet::default();
+        notes.note(true, "ad");
+        notes.note(false, "p2");
+        let mut keys = Vec::new();
+        let found = SelectorSet::matching_any(&[&notes], &tree, tree.root(), |is_class, key| {
+            keys.push((is_class, key.to_string()))
+        });
+        assert!(found.is_empty());
+        let expected = [(true, "ad"), (false, "p2"), (true, "ad")].map(|(c, k)| (c, k.to_string()));
+        assert_eq!(keys, expected);
+    }
+
+    proptest::proptest! {
+        /// A key filter never rules out a key it holds.
+        #[test]
+        fn key_filters_hold_what_was_inserted(keys in proptest::collection::vec("[a-zA-Z0-9_-]{0,12}", 0..40)) {
+            let mut filter = KeyFilter::default();
+            let mut names = KeyFilter::default();
+            for key in &keys {
+                filter.insert(KeyFilter::str_bit(key));
+                names.insert(KeyFilter::atom_bit(&LocalName::from(key.as_str())));
+            }
+            for key in &keys {
+                proptest::prop_assert!(filter.may_hold(KeyFilter::str_bit(key)));
+                proptest::prop_assert!(names.may_hold(KeyFilter::atom_bit(&LocalName::from(key.as_str()))));
+            }
+        }
     }
 
     /// Markup from a small vocabulary, so that random selectors of the same vocabulary match.

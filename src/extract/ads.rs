@@ -221,7 +221,15 @@ impl GenericSelectors {
                 }
             }
         }
-        GenericSelectors { set: SelectorSet::new(selectors), unsupported_classes, unsupported_ids }
+        let mut set = SelectorSet::new(selectors);
+        // The walk then reports where the page holds one of these keys, from the lookup it
+        // makes anyway (see `UnsupportedSeen`).
+        for (is_class, map) in [(true, &unsupported_classes), (false, &unsupported_ids)] {
+            for key in map.keys() {
+                set.note(is_class, key);
+            }
+        }
+        GenericSelectors { set, unsupported_classes, unsupported_ids }
     }
 
     /// The unparsable rules per class (`true`) or per id (`false`) that keys them.
@@ -234,8 +242,9 @@ impl GenericSelectors {
     }
 }
 
-/// The unparsable generic rules keyed by a class or id of the page, gathered as the page's
-/// classes and ids go by: each key counts once however often the page repeats it.
+/// The unparsable generic rules keyed by a class or id of the page, gathered as the walk finds
+/// their keys (noted in the generic set) in the page: each key counts once however often the
+/// page repeats it.
 #[derive(Default)]
 struct UnsupportedSeen<'g> {
     seen: FxHashSet<(bool, &'g str)>,
