@@ -30,13 +30,21 @@
 use markup5ever::local_name;
 
 use super::linklist::{has_role, lists_any_role};
+use super::prose::Paragraphs;
 use super::Keep;
 use crate::dom::{Element, LocalName, NodeId, Ns, Tree};
 
 /// Removes the page's non-content landmark regions; returns those removed, outermost only, in
 /// document order.
 pub fn remove(tree: &mut Tree, keep: &Keep) -> Vec<NodeId> {
-    let found = find(tree, keep);
+    let paragraphs = super::prose::paragraphs(tree);
+    remove_with(tree, keep, &paragraphs)
+}
+
+/// [`remove`] with the page's paragraph figures at hand (a [`super::prose::Current`] kept
+/// through the removers before this one).
+pub fn remove_with(tree: &mut Tree, keep: &Keep, paragraphs: &Paragraphs) -> Vec<NodeId> {
+    let found = find_with(tree, keep, paragraphs);
     for &id in &found {
         tree.remove(id);
     }
@@ -45,11 +53,15 @@ pub fn remove(tree: &mut Tree, keep: &Keep) -> Vec<NodeId> {
 
 /// The regions [`remove`] would remove, without removing them.
 pub fn find(tree: &Tree, keep: &Keep) -> Vec<NodeId> {
+    find_with(tree, keep, &super::prose::paragraphs(tree))
+}
+
+fn find_with(tree: &Tree, keep: &Keep, paragraphs: &Paragraphs) -> Vec<NodeId> {
     let Some(body) = tree.body() else {
         return Vec::new();
     };
     let marks = Marks::compute(tree);
-    let prose = super::prose::paragraphs(tree).prose;
+    let prose = &paragraphs.prose;
     let page_prose = u64::from(prose[body.index()]);
     let mut found = Vec::new();
     let mut walk = tree.walk(body);

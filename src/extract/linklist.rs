@@ -42,14 +42,21 @@
 
 use markup5ever::local_name;
 
-use super::prose::{main_content, paragraphs};
+use super::prose::{main_content, paragraphs, Paragraphs};
 use super::{kept_stats, non_link_chars, Containers, Keep, Settings};
 use crate::dom::{Element, NodeId, NodeStats, Ns, Tree};
 
 /// Removes the link-dense blocks of the page's body; returns the blocks removed, outermost
 /// only, in document order.
 pub fn remove(tree: &mut Tree, settings: &Settings, keep: &Keep) -> Vec<NodeId> {
-    let found = find(tree, settings, keep);
+    let paragraphs = paragraphs(tree);
+    remove_with(tree, settings, keep, &paragraphs)
+}
+
+/// [`remove`] with the page's paragraph figures at hand (a [`super::prose::Current`] kept
+/// through the removers before this one).
+pub fn remove_with(tree: &mut Tree, settings: &Settings, keep: &Keep, paragraphs: &Paragraphs) -> Vec<NodeId> {
+    let found = find_with(tree, settings, keep, paragraphs);
     for &id in &found {
         tree.remove(id);
     }
@@ -58,12 +65,15 @@ pub fn remove(tree: &mut Tree, settings: &Settings, keep: &Keep) -> Vec<NodeId> 
 
 /// The blocks [`remove`] would remove, without removing them.
 pub fn find(tree: &Tree, settings: &Settings, keep: &Keep) -> Vec<NodeId> {
+    find_with(tree, settings, keep, &paragraphs(tree))
+}
+
+fn find_with(tree: &Tree, settings: &Settings, keep: &Keep, paragraphs: &Paragraphs) -> Vec<NodeId> {
     let Some(body) = tree.body() else {
         return Vec::new();
     };
     let kept = kept_stats(tree);
-    let paragraphs = paragraphs(tree);
-    let main = main_content(tree, body, &paragraphs);
+    let main = main_content(tree, body, paragraphs);
     let judge = Judge {
         settings,
         keep,
