@@ -54,6 +54,10 @@ pub const BUILTIN_LISTS: &[(&str, &str)] = &[
     ),
 ];
 
+/// How many kinds of request there are ([`RequestKind`]).
+const KINDS: usize = 7;
+const _: () = assert!(RequestKind::Other as usize + 1 == KINDS, "a verdict map per kind");
+
 /// What kind of request a URL on a page stands for, because rules are often restricted to some
 /// kinds (`$image`, `$script`, `$third-party` ...).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -154,7 +158,7 @@ pub struct HostHiding {
 /// How many URL verdicts a filter remembers (about 100 bytes each).
 const VERDICTS: usize = 65_536;
 
-/// The memo of URL verdicts: one map behind a lock, emptied when full.
+/// The memo of URL verdicts: maps behind a lock, emptied when full.
 ///
 /// A page asks for a hundred verdicts or so, each a hit once the site's pages have been seen,
 /// so the lookup is what counts: a general-purpose concurrent cache (admission sketch, LRU
@@ -163,24 +167,42 @@ const VERDICTS: usize = 65_536;
 /// one insertion, never while a verdict is computed.
 #[derive(Default)]
 struct Verdicts {
-    /// Keyed by page URLs: a hasher seeded per process, so which URLs collide is not known in
-    /// advance, and cheaper than SipHash on keys of a hundred bytes.
-    map: std::sync::Mutex<std::collections::HashMap<String, bool, foldhash::fast::RandomState>>,
+    map: std::sync::Mutex<VerdictMap>,
+}
+
+/// A hasher seeded per process, so which keys collide is not known in advance, and cheaper
+/// than SipHash on URLs of a hundred bytes.
+type Seeded = foldhash::fast::RandomState;
+
+/// Verdicts by page authority, then request kind, then URL: a lookup borrows its three keys
+/// as they are, where one key made of the three would be built (allocated, copied) per lookup.
+#[derive(Default)]
+struct VerdictMap {
+    pages: std::collections::HashMap<String, [std::collections::HashMap<Box<str>, bool, Seeded>; KINDS], Seeded>,
+    /// Verdicts held, over all pages and kinds.
+    len: usize,
 }
 
 impl Verdicts {
-    fn get(&self, key: &str) -> Option<bool> {
-        self.map.lock().ok()?.get(key).copied()
+    fn get(&self, page: &str, kind: RequestKind, url: &str) -> Option<bool> {
+        self.map.lock().ok()?.pages.get(page)?[kind as usize].get(url).copied()
     }
 
-    fn insert(&self, key: String, verdict: bool) {
+    fn insert(&self, page: &str, kind: RequestKind, url: &str, verdict: bool) {
         // A poisoned lock only means another thread panicked mid-insert; the memo is
         // an optimisation, so it is then simply not used.
         if let Ok(mut map) = self.map.lock() {
-            if map.len() >= VERDICTS {
-                map.clear();
+            if map.len >= VERDICTS {
+                map.pages.clear();
+                map.len = 0;
             }
-            map.insert(key, verdict);
+            let kinds = match map.pages.get_mut(page) {
+                Some(kinds) => kinds,
+                None => map.pages.entry(page.to_string()).or_default(),
+            };
+            if kinds[kind as usize].insert(url.into(), verdict).is_none() {
+                map.len += 1;
+            }
         }
     }
 }
@@ -256,16 +278,12 @@ impl AdFilter {
         // Rules look at the page's host only (`$third-party`, `$domain=`), never its path, so
         // the key holds the page's authority: distinct hosts never share a key, and at worst
         // two spellings of one host (a port, letter case) are judged twice.
-        let (kind_name, page) = (kind.as_engine_type(), authority(page_url));
-        let mut key = String::with_capacity(kind_name.len() + page.len() + url.len() + 2);
-        for part in [kind_name, "\0", page, "\0", url] {
-            key.push_str(part);
-        }
-        if let Some(verdict) = self.verdicts.get(&key) {
+        let page = authority(page_url);
+        if let Some(verdict) = self.verdicts.get(page, kind, url) {
             return verdict;
         }
         let verdict = self.judge(url, page_url, kind);
-        self.verdicts.insert(key, verdict);
+        self.verdicts.insert(page, kind, url, verdict);
         verdict
     }
 
@@ -357,11 +375,22 @@ impl AdFilter {
 /// The authority part of an absolute URL (`user@host:port`), or the whole text when it has no
 /// `://`.
 fn authority(url: &str) -> &str {
-    let Some((_, rest)) = url.split_once("://") else {
-        return url;
+    // The first `://` is at the first `:` followed by `//`; on bytes, all of it ASCII.
+    let bytes = url.as_bytes();
+    let mut from = 0;
+    let start = loop {
+        let Some(colon) = memchr::memchr(b':', &bytes[from..]) else {
+            return url;
+        };
+        let at = from + colon;
+        if bytes[at + 1..].starts_with(b"//") {
+            break at + 3;
+        }
+        from = at + 1;
     };
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    &rest[..end]
+    let rest = &bytes[start..];
+    let end = rest.iter().position(|b| matches!(b, b'/' | b'?' | b'#')).unwrap_or(rest.len());
+    &url[start..start + end]
 }
 
 /// Reads one list file.
@@ -427,6 +456,32 @@ example.com##.promo
 example.org#@#.ad-banner
 @@||quiet.example^$generichide
 ";
+
+    proptest::proptest! {
+        /// The authority as the text up to the first `://` and then up to a `/`, `?` or `#`
+        /// would have it.
+        #[test]
+        fn authority_is_between_the_scheme_and_the_path(url in "[a-z:/?#@.é]{0,16}") {
+            let rest = url.split_once("://").map(|(_, rest)| rest);
+            let expected = rest.map_or(url.as_str(), |rest| &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())]);
+            proptest::prop_assert_eq!(authority(&url), expected);
+        }
+    }
+
+    #[test]
+    fn verdicts_are_remembered_per_page_host_and_kind() {
+        let filter = small();
+        for _ in 0..2 {
+            assert!(filter.is_blocked("https://ads.example.net/x", "https://news.example/a", RequestKind::Image));
+            assert!(!filter.is_blocked("https://ads.example.net/allowed/x", "https://news.example/a", RequestKind::Image));
+            assert!(filter.is_blocked("https://cdn.example/banner/1.png", "https://news.example/b", RequestKind::Image));
+            assert!(!filter.is_blocked("https://cdn.example/banner/1.png", "https://news.example/b", RequestKind::Link));
+            assert!(filter.is_blocked("https://tracker.example.org/t", "https://news.example/", RequestKind::Script));
+            assert!(!filter.is_blocked("https://tracker.example.org/t", "https://tracker.example.org/", RequestKind::Script));
+        }
+        let held = filter.verdicts.map.lock().expect("not poisoned").len;
+        assert_eq!(held, 6);
+    }
 
     fn small() -> AdFilter {
         AdFilter::from_lists(&[("test.txt", LIST)])
