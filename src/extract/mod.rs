@@ -403,11 +403,7 @@ pub fn document_base(tree: &Tree, page_url: Option<&str>) -> Option<String> {
 /// document in tree order (as HTML freezes it), resolved against `page`, else `page`.
 pub fn base_url(tree: &Tree, page: Option<&Url>) -> Option<Url> {
     let href = tree
-        .descendants(tree.root())
-        .filter(|&id| {
-            tree.element(id)
-                .is_some_and(|e| e.ns == crate::dom::Ns::Html && e.name == markup5ever::local_name!("base"))
-        })
+        .html_elements_named(&markup5ever::local_name!("base"))
         .find_map(|id| tree.attr(id, "href"));
     let from_base = href.and_then(|href| match page {
         Some(page) => page.join(href.trim()).ok(),
@@ -492,6 +488,12 @@ mod tests {
             document_base(&tree, None).as_deref(),
             Some("https://cdn.example/")
         );
+        // The first with an `href`, wherever it is; a foreign `base` is none.
+        let tree = Tree::parse(
+            "<head><base target=_top></head><body><svg><base href='https://svg.example/'></base></svg>\
+             <base href='https://body.example/'><base href='https://late.example/'></body>",
+        );
+        assert_eq!(document_base(&tree, None).as_deref(), Some("https://body.example/"));
     }
 
     #[test]
