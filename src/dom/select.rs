@@ -382,11 +382,21 @@ impl Substrings {
 impl ByValue {
     /// Pushes the selectors whose test passes on `value`; the test is the first attribute test
     /// of compound `compound` of each.
+    #[inline]
     fn passing(&self, complexes: &[Complex], compound: usize, value: &str, out: &mut Vec<u32>) {
-        // Most names file selectors of one kind only (subject or ancestor): the other is empty.
-        if self.keyed.is_empty() && self.substrings.is_none() && self.others.is_empty() {
-            return;
+        // Most names file selectors of one kind only (subject or ancestor): the other is empty,
+        // and is told apart where the walk asks, without a call.
+        if !self.is_empty() {
+            self.tests_passing(complexes, compound, value, out);
         }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.keyed.is_empty() && self.substrings.is_none() && self.others.is_empty()
+    }
+
+    /// [`ByValue::passing`] for a non-empty filing.
+    fn tests_passing(&self, complexes: &[Complex], compound: usize, value: &str, out: &mut Vec<u32>) {
         let passes = |c: u32| complexes[c as usize].compounds[compound].attrs[0].matches_value(value);
         let start = out.len();
         self.keyed.prefixes_of(value.as_bytes(), out);
@@ -625,7 +635,7 @@ fn walk(sets: &[&SelectorSet], tree: &Tree, root: NodeId, mut on_key: Option<OnK
             } else if *name == local_name!("class") && split_classes {
                 // ASCII whitespace as std splits it is CSS whitespace: space, tab, line feed,
                 // form feed, carriage return; split on bytes, with no empty pieces.
-                for class in value.split_ascii_whitespace() {
+                for class in ClassTokens::of(value) {
                     gather_key(&sets, true, class, &mut candidates, &mut matched, &mut on_key);
                 }
             }
@@ -645,6 +655,7 @@ fn walk(sets: &[&SelectorSet], tree: &Tree, root: NodeId, mut on_key: Option<OnK
 /// Arms the selectors of `filed` (`ByName::ancestor`) that an attribute of value `value`
 /// passes, for the descendants of its element: `at` is the end of the element's subtree and
 /// the set's number in the walk. `found` is scratch space.
+#[inline]
 fn arm(
     filed: &ByValue,
     complexes: &[Complex],
@@ -653,6 +664,9 @@ fn arm(
     armed: &mut Vec<(u32, u32, u32)>,
     found: &mut Vec<u32>,
 ) {
+    if filed.is_empty() {
+        return;
+    }
     found.clear();
     filed.passing(complexes, 1, value, found);
     armed.extend(found.iter().map(|&index| (at.0, at.1, index)));
@@ -724,6 +738,58 @@ fn lowercase(name: &LocalName, ns: Ns) -> std::borrow::Cow<'_, LocalName> {
         return std::borrow::Cow::Borrowed(name);
     }
     std::borrow::Cow::Owned(LocalName::from(name.to_ascii_lowercase()))
+}
+
+/// The names of a `class` value: what [`str::split_ascii_whitespace`] yields, found eight
+/// bytes at a time (the walk splits every `class` of a page, and most bytes are not spaces).
+struct ClassTokens<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl<'a> ClassTokens<'a> {
+    fn of(text: &'a str) -> ClassTokens<'a> {
+        ClassTokens { text, at: 0 }
+    }
+}
+
+impl<'a> Iterator for ClassTokens<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let bytes = self.text.as_bytes();
+        let start = self.at + bytes.get(self.at..)?.iter().position(|&b| !b.is_ascii_whitespace())?;
+        let end = next_ascii_whitespace(bytes, start + 1);
+        self.at = end;
+        // Cut at ASCII bytes: character boundaries.
+        self.text.get(start..end)
+    }
+}
+
+/// The position of the first ASCII whitespace byte of `bytes` at or after `from`, else the
+/// length.
+fn next_ascii_whitespace(bytes: &[u8], mut from: usize) -> usize {
+    const LOW: u64 = 0x2121_2121_2121_2121;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    while let Some(chunk) = bytes.get(from..from + 8) {
+        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        // The lowest byte flagged is the first below 0x21, as every ASCII whitespace byte is
+        // (the borrow may flag bytes above it; bytes from 0x80 up are never flagged).
+        let below = word.wrapping_sub(LOW) & !word & HIGH;
+        if below == 0 {
+            from += 8;
+            continue;
+        }
+        let first = from + (below.trailing_zeros() / 8) as usize;
+        if bytes[first].is_ascii_whitespace() {
+            return first;
+        }
+        from = first + 1; // a control character that is not whitespace
+    }
+    bytes[from.min(bytes.len())..]
+        .iter()
+        .position(u8::is_ascii_whitespace)
+        .map_or(bytes.len(), |k| from + k)
 }
 
 /// CSS and HTML whitespace: space, tab, line feed, form feed, carriage return.
@@ -1308,6 +1374,16 @@ mod tests {
         assert!(found.is_empty());
         let expected = [(true, "ad"), (false, "p2"), (true, "ad")].map(|(c, k)| (c, k.to_string()));
         assert_eq!(keys, expected);
+    }
+
+    proptest::proptest! {
+        /// Class names are what splitting at ASCII whitespace gives.
+        #[test]
+        fn class_tokens_split_like_std(value in "([a-z]{0,9}|[ \t\n\r\x0b\x0c\x01\x1f!é€]){0,12}") {
+            let ours: Vec<&str> = ClassTokens::of(&value).collect();
+            let std: Vec<&str> = value.split_ascii_whitespace().collect();
+            proptest::prop_assert_eq!(ours, std);
+        }
     }
 
     proptest::proptest! {
