@@ -60,7 +60,7 @@ fn find_with(tree: &Tree, keep: &Keep, paragraphs: &Paragraphs) -> Vec<NodeId> {
     let Some(body) = tree.body() else {
         return Vec::new();
     };
-    let marks = Marks::compute(tree);
+    let marks = Marks::compute(tree, body);
     let prose = &paragraphs.prose;
     let page_prose = u64::from(prose[body.index()]);
     let mut found = Vec::new();
@@ -81,23 +81,23 @@ fn find_with(tree: &Tree, keep: &Keep, paragraphs: &Paragraphs) -> Vec<NodeId> {
 
 /// What the decision needs from a node's ancestors and descendants.
 struct Marks {
-    /// The elements that are `<main>` or `role=main`, in document order, removed ones included.
+    /// The elements of the body that are `<main>` or `role=main`, in document order, removed
+    /// ones included.
     mains: Vec<usize>,
 }
 
 impl Marks {
-    /// One pass for the mains. Scopes are looked up by climbing from the few headers and
+    /// One pass for the mains, over the body only: the regions judged are in it, and so are
+    /// the mains they may hold. Scopes are looked up by climbing from the few headers and
     /// footers that need them, which costs less than carrying them down to every node.
-    fn compute(tree: &Tree) -> Marks {
-        let mains = (0..tree.len())
-            .filter_map(|i| tree.node_at(i))
-            .filter(|&id| {
-                tree.element(id).is_some_and(|e| {
-                    e.name == local_name!("main") || has_role(tree, id, "main")
-                })
-            })
-            .map(NodeId::index)
-            .collect();
+    fn compute(tree: &Tree, body: NodeId) -> Marks {
+        let mut mains = Vec::new();
+        for id in tree.descendants(body) {
+            let Some(e) = tree.element(id) else { continue };
+            if e.name == local_name!("main") || has_role(tree, id, "main") {
+                mains.push(id.index());
+            }
+        }
         Marks { mains }
     }
 
