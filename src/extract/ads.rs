@@ -425,7 +425,7 @@ fn trim_url(raw: &str) -> &str {
 /// no `/.` (a dot segment the parser would resolve). Tested against the parser.
 fn plain_absolute(raw: &str) -> Option<&str> {
     let rest = raw.strip_prefix("https://").or_else(|| raw.strip_prefix("http://"))?;
-    let slash = rest.find('/')?;
+    let slash = memchr::memchr(b'/', rest.as_bytes())?;
     let (host, path) = rest.split_at(slash);
     let host_ok = !host.is_empty()
         && host.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-')
@@ -451,7 +451,7 @@ fn plain_relative<'b>(raw: &str, base: &'b Url) -> Option<(String, &'b str)> {
     let host = base.host_str().filter(|_| matches!(base.scheme(), "http" | "https"))?;
     let plain = raw.bytes().all(|b| PLAIN_PATH_BYTES[usize::from(b)]) && !has_pair(raw, b'/', b'.');
     let first_segment = &raw[..raw.bytes().position(|b| matches!(b, b'/' | b'?' | b'#')).unwrap_or(raw.len())];
-    if !plain || raw.is_empty() || raw.starts_with(['.', '#']) || raw.starts_with("//") || first_segment.contains(':') {
+    if !plain || raw.is_empty() || raw.starts_with(['.', '#']) || raw.starts_with("//") || memchr::memchr(b':', first_segment.as_bytes()).is_some() {
         return None;
     }
     let whole = base.as_str();
@@ -461,7 +461,7 @@ fn plain_relative<'b>(raw: &str, base: &'b Url) -> Option<(String, &'b str)> {
         &whole[..whole.len() - base[url::Position::AfterPath..].len()]
     } else {
         let path_end = whole.len() - base[url::Position::AfterPath..].len();
-        &whole[..whole[..path_end].rfind('/')? + 1]
+        &whole[..memchr::memrchr(b'/', &whole.as_bytes()[..path_end])? + 1]
     };
     Some(([kept, raw].concat(), host))
 }
