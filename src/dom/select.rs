@@ -250,19 +250,71 @@ pub struct SelectorSet {
     by_class: FxHashMap<String, Filed>,
     /// Selectors filed by an attribute test, of their subject or of the compound above it,
     /// per attribute name: one lookup per attribute of an element finds both.
-    by_name: FxHashMap<LocalName, ByName>,
-    by_tag: FxHashMap<LocalName, Vec<u32>>,
+    by_name: ByAtom<ByName>,
+    by_tag: ByAtom<Vec<u32>>,
     everywhere: Vec<u32>,
-    /// What the four maps above may hold ([`KeyFilter`]): most of a page's ids, classes,
-    /// attribute names and types are in none of a set's maps, or the set has few keys of a kind
-    /// (a host's rules file a couple of classes), and a filter rules them out for less than
-    /// hashing them does.
+    /// What the id and class maps may hold ([`KeyFilter`]): most of a page's ids and classes
+    /// are in neither, or the set has few keys of a kind (a host's rules file a couple of
+    /// classes), and a filter rules them out for less than hashing them does.
     ids: KeyFilter,
     classes: KeyFilter,
-    names: KeyFilter,
-    tags: KeyFilter,
     /// Some id or class is noted ([`SelectorSet::note`]).
     notes: bool,
+}
+
+/// Entries keyed by interned names, found by the bit of [`KeyFilter::atom_bit`]: where no
+/// other name of the set shares its bit, a name is found by comparing two atoms, not hashing
+/// (the walk looks up every attribute name and type of a page); where one does, by a map.
+#[derive(Clone, Debug)]
+struct ByAtom<T> {
+    entries: Vec<(LocalName, T)>,
+    /// Per bit: [`ByAtom::NONE`], [`ByAtom::SHARED`], or the position of the one entry.
+    slots: Box<[u16; 256]>,
+    /// The positions of the entries whose bit is shared.
+    shared: FxHashMap<LocalName, u32>,
+}
+
+impl<T> Default for ByAtom<T> {
+    fn default() -> Self {
+        ByAtom { entries: Vec::new(), slots: Box::new([Self::NONE; 256]), shared: FxHashMap::default() }
+    }
+}
+
+impl<T> ByAtom<T> {
+    const NONE: u16 = u16::MAX;
+    const SHARED: u16 = u16::MAX - 1;
+
+    fn new(map: FxHashMap<LocalName, T>) -> ByAtom<T> {
+        let mut index = ByAtom { entries: map.into_iter().collect(), ..ByAtom::default() };
+        for (at, (name, _)) in index.entries.iter().enumerate() {
+            let slot = &mut index.slots[usize::from(KeyFilter::atom_bit(name))];
+            *slot = if *slot == Self::NONE && at < usize::from(Self::SHARED) { at as u16 } else { Self::SHARED };
+        }
+        for (at, (name, _)) in index.entries.iter().enumerate() {
+            if index.slots[usize::from(KeyFilter::atom_bit(name))] == Self::SHARED {
+                index.shared.insert(name.clone(), at as u32);
+            }
+        }
+        index
+    }
+
+    fn get(&self, name: &LocalName) -> Option<&T> {
+        let at = match self.slots[usize::from(KeyFilter::atom_bit(name))] {
+            Self::NONE => return None,
+            Self::SHARED => *self.shared.get(name)? as usize,
+            at => usize::from(at),
+        };
+        self.entries.get(at).filter(|(own, _)| own == name).map(|(_, value)| value)
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
 }
 
 /// A 256-bit summary of a set of keys: a key whose bit is clear is not in the set. One bit per
@@ -437,6 +489,7 @@ impl SelectorSet {
         type Lists = [(Vec<(String, u32)>, Vec<(String, u32)>, Vec<u32>); 2];
         let mut set = SelectorSet::default();
         let mut by_name: FxHashMap<LocalName, Lists> = FxHashMap::default();
+        let mut by_tag: FxHashMap<LocalName, Vec<u32>> = FxHashMap::default();
         for complex in selectors.into_iter().flat_map(|s| s.complexes) {
             let index = set.complexes.len() as u32;
             let subject = &complex.compounds[0];
@@ -468,7 +521,7 @@ impl SelectorSet {
                 set.complexes.push(complex);
                 continue;
             } else if let Some(tag) = &subject.tag {
-                set.by_tag.entry(LocalName::from(tag.as_str())).or_default()
+                by_tag.entry(LocalName::from(tag.as_str())).or_default()
             } else {
                 &mut set.everywhere
             };
@@ -480,18 +533,18 @@ impl SelectorSet {
             substrings: Substrings::new(substrings, &mut others),
             others,
         };
-        set.by_name = by_name
-            .into_iter()
-            .map(|(name, [subject, ancestor])| {
-                (name, ByName { subject: by_value(subject), ancestor: by_value(ancestor) })
-            })
-            .collect();
+        set.by_name = ByAtom::new(
+            by_name
+                .into_iter()
+                .map(|(name, [subject, ancestor])| {
+                    (name, ByName { subject: by_value(subject), ancestor: by_value(ancestor) })
+                })
+                .collect(),
+        );
+        set.by_tag = ByAtom::new(by_tag);
         set.ids = set.by_id.keys().fold(KeyFilter::default(), |mut f, k| (f.insert(KeyFilter::str_bit(k)), f).1);
         set.classes =
             set.by_class.keys().fold(KeyFilter::default(), |mut f, k| (f.insert(KeyFilter::str_bit(k)), f).1);
-        set.names =
-            set.by_name.keys().fold(KeyFilter::default(), |mut f, k| (f.insert(KeyFilter::atom_bit(k)), f).1);
-        set.tags = set.by_tag.keys().fold(KeyFilter::default(), |mut f, k| (f.insert(KeyFilter::atom_bit(k)), f).1);
         set
     }
 
@@ -569,10 +622,8 @@ fn walk(sets: &[&SelectorSet], tree: &Tree, root: NodeId, mut on_key: Option<OnK
             let ns = tree.element(ancestor).map_or(Ns::Html, |e| e.ns);
             for (name, value) in tree.attrs(ancestor) {
                 let name = lowercase(name, ns);
-                let bit = KeyFilter::atom_bit(&name);
                 for (number, set) in sets.iter().enumerate() {
-                    let filed = Some(set).filter(|set| set.names.may_hold(bit)).and_then(|set| set.by_name.get(&*name));
-                    if let Some(filed) = filed {
+                    if let Some(filed) = set.by_name.get(&name) {
                         let at = (tree.nodes[ancestor.index()].end, number as u32);
                         arm(&filed.ancestor, &set.complexes, value, at, &mut armed, &mut scratch);
                     }
@@ -588,14 +639,12 @@ fn walk(sets: &[&SelectorSet], tree: &Tree, root: NodeId, mut on_key: Option<OnK
         };
         let mut matched = false;
         let tag = by_tag.then(|| lowercase(&element.name, element.ns));
-        let tag_bit = tag.as_ref().map_or(0, |tag| KeyFilter::atom_bit(tag));
         for (set, out) in sets.iter().zip(&mut candidates) {
             out.clear();
             if !set.everywhere.is_empty() {
                 out.extend_from_slice(&set.everywhere);
             }
-            let filed = tag.as_ref().filter(|_| set.tags.may_hold(tag_bit));
-            if let Some(hits) = filed.and_then(|tag| set.by_tag.get(&**tag)) {
+            if let Some(hits) = tag.as_ref().and_then(|tag| set.by_tag.get(tag)) {
                 out.extend_from_slice(hits);
             }
         }
@@ -613,12 +662,8 @@ fn walk(sets: &[&SelectorSet], tree: &Tree, root: NodeId, mut on_key: Option<OnK
                 // element's own names are already atoms, lower case for every HTML name; a
                 // foreign camel-cased one is lowered (and interned) first.
                 let name = lowercase(name, element.ns);
-                let bit = KeyFilter::atom_bit(&name);
                 for (number, (set, out)) in sets.iter().zip(&mut candidates).enumerate() {
-                    if !set.names.may_hold(bit) {
-                        continue;
-                    }
-                    let Some(filed) = set.by_name.get(&*name) else {
+                    let Some(filed) = set.by_name.get(&name) else {
                         continue;
                     };
                     if !matched {
@@ -1387,6 +1432,25 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// Names are found by their bit where they own it and through the map where they share
+        /// it; names not held are not found.
+        #[test]
+        fn names_are_found_by_their_bit_or_through_the_map(
+            names in proptest::collection::vec("[a-z-]{1,6}", 0..300),
+            others in proptest::collection::vec("[a-z-]{1,6}", 0..40),
+        ) {
+            let map: FxHashMap<LocalName, usize> =
+                names.iter().enumerate().map(|(i, n)| (LocalName::from(n.as_str()), i)).collect();
+            let index = ByAtom::new(map.clone());
+            proptest::prop_assert_eq!(index.len(), map.len());
+            for name in names.iter().chain(&others) {
+                let name = LocalName::from(name.as_str());
+                proptest::prop_assert_eq!(index.get(&name), map.get(&name));
+            }
+        }
+    }
+
+    proptest::proptest! {
         /// A key filter never rules out a key it holds.
         #[test]
         fn key_filters_hold_what_was_inserted(keys in proptest::collection::vec("[a-zA-Z0-9_-]{0,12}", 0..40)) {
@@ -1536,7 +1600,7 @@ mod tests {
         ];
         let selectors: Vec<Selector> = texts.iter().map(|t| Selector::parse(t).expect("valid")).collect();
         let set = SelectorSet::new(selectors.clone());
-        let by_name = &set.by_name[&LocalName::from("href")];
+        let by_name = set.by_name.get(&LocalName::from("href")).expect("filed under href");
         assert!(by_name.subject.substrings.is_some(), "the case-sensitive *= tests share a searcher");
         let mut expected: Vec<NodeId> = selectors.iter().flat_map(|s| select_all(&tree, tree.root(), s)).collect();
         expected.sort_unstable();
