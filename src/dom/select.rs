@@ -464,7 +464,14 @@ impl ByValue {
         if let Some(substrings) = &self.substrings {
             substrings.passing(value, out);
         }
-        out.extend(self.others.iter().copied().filter(|&c| passes(c)));
+        // Plain loops here and in `arm`: what the compiler made of the iterator adapters
+        // changed with unrelated code elsewhere in the crate, by tens of thousands of
+        // instructions a page.
+        for &c in &self.others {
+            if passes(c) {
+                out.push(c);
+            }
+        }
     }
 }
 
@@ -714,7 +721,9 @@ fn arm(
     }
     found.clear();
     filed.passing(complexes, 1, value, found);
-    armed.extend(found.iter().map(|&index| (at.0, at.1, index)));
+    for &index in found.iter() {
+        armed.push((at.0, at.1, index));
+    }
 }
 
 /// Looks `key` up in the class (`is_class`) or id index of every set: `matched` turns true
