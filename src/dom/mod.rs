@@ -319,6 +319,16 @@ impl Tree {
         })
     }
 
+    /// The HTML elements of local name `name`, removed ones included, in document order: a scan
+    /// of the arena, for the lookups of an element that may be anywhere in a page (`<base>`).
+    pub fn html_elements_named<'a>(&'a self, name: &'a LocalName) -> impl Iterator<Item = NodeId> + 'a {
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(move |(_, node)| matches!(&node.kind, NodeKind::Element(e) if e.ns == Ns::Html && e.name == *name))
+            .map(|(i, _)| NodeId(i as u32))
+    }
+
     /// The node's parent; `None` for the document.
     pub fn parent(&self, id: NodeId) -> Option<NodeId> {
         let parent = self.node(id).parent;

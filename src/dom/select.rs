@@ -250,9 +250,102 @@ pub struct SelectorSet {
     by_class: FxHashMap<String, Filed>,
     /// Selectors filed by an attribute test, of their subject or of the compound above it,
     /// per attribute name: one lookup per attribute of an element finds both.
-    by_name: FxHashMap<LocalName, ByName>,
-    by_tag: FxHashMap<LocalName, Vec<u32>>,
+    by_name: ByAtom<ByName>,
+    by_tag: ByAtom<Vec<u32>>,
     everywhere: Vec<u32>,
+    /// What the id and class maps may hold ([`KeyFilter`]): most of a page's ids and classes
+    /// are in neither, or the set has few keys of a kind (a host's rules file a couple of
+    /// classes), and a filter rules them out for less than hashing them does.
+    ids: KeyFilter,
+    classes: KeyFilter,
+    /// Some id or class is noted ([`SelectorSet::note`]).
+    notes: bool,
+}
+
+/// Entries keyed by interned names, found by the bit of [`KeyFilter::atom_bit`]: where no
+/// other name of the set shares its bit, a name is found by comparing two atoms, not hashing
+/// (the walk looks up every attribute name and type of a page); where one does, by a map.
+#[derive(Clone, Debug)]
+struct ByAtom<T> {
+    entries: Vec<(LocalName, T)>,
+    /// Per bit: [`ByAtom::NONE`], [`ByAtom::SHARED`], or the position of the one entry.
+    slots: Box<[u16; 256]>,
+    /// The positions of the entries whose bit is shared.
+    shared: FxHashMap<LocalName, u32>,
+}
+
+impl<T> Default for ByAtom<T> {
+    fn default() -> Self {
+        ByAtom { entries: Vec::new(), slots: Box::new([Self::NONE; 256]), shared: FxHashMap::default() }
+    }
+}
+
+impl<T> ByAtom<T> {
+    const NONE: u16 = u16::MAX;
+    const SHARED: u16 = u16::MAX - 1;
+
+    fn new(map: FxHashMap<LocalName, T>) -> ByAtom<T> {
+        let mut index = ByAtom { entries: map.into_iter().collect(), ..ByAtom::default() };
+        for (at, (name, _)) in index.entries.iter().enumerate() {
+            let slot = &mut index.slots[usize::from(KeyFilter::atom_bit(name))];
+            *slot = if *slot == Self::NONE && at < usize::from(Self::SHARED) { at as u16 } else { Self::SHARED };
+        }
+        for (at, (name, _)) in index.entries.iter().enumerate() {
+            if index.slots[usize::from(KeyFilter::atom_bit(name))] == Self::SHARED {
+                index.shared.insert(name.clone(), at as u32);
+            }
+        }
+        index
+    }
+
+    fn get(&self, name: &LocalName) -> Option<&T> {
+        let at = match self.slots[usize::from(KeyFilter::atom_bit(name))] {
+            Self::NONE => return None,
+            Self::SHARED => *self.shared.get(name)? as usize,
+            at => usize::from(at),
+        };
+        self.entries.get(at).filter(|(own, _)| own == name).map(|(_, value)| value)
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// A 256-bit summary of a set of keys: a key whose bit is clear is not in the set. One bit per
+/// key, so a set of a few dozen keys rules out most others; a large set rules out little but
+/// costs a shift and a mask.
+#[derive(Clone, Copy, Debug, Default)]
+struct KeyFilter([u64; 4]);
+
+impl KeyFilter {
+    fn insert(&mut self, bit: u8) {
+        self.0[usize::from(bit >> 6)] |= 1 << (bit & 63);
+    }
+
+    fn may_hold(&self, bit: u8) -> bool {
+        self.0[usize::from(bit >> 6)] >> (bit & 63) & 1 != 0
+    }
+
+    /// The bit of an id or class: its length and outer bytes, mixed.
+    fn str_bit(key: &str) -> u8 {
+        let bytes = key.as_bytes();
+        let (first, last) = (bytes.first().copied().unwrap_or(0), bytes.last().copied().unwrap_or(0));
+        let mixed = (bytes.len() as u64 | u64::from(first) << 32 | u64::from(last) << 40)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (mixed >> 56) as u8
+    }
+
+    /// The bit of an interned name, from the atom's identity: equal atoms have equal data
+    /// (that is how they compare), so a name in the set always finds its bit.
+    fn atom_bit(name: &LocalName) -> u8 {
+        (name.unsafe_data().wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8
+    }
 }
 
 /// The selectors filed under one attribute name.
@@ -291,6 +384,10 @@ const SUBSTRINGS_TOGETHER: usize = if cfg!(test) { 2 } else { 8 };
 struct Substrings {
     /// Finds the tests' values; pattern `i` is the test of selector `selectors[i]`.
     searcher: aho_corasick::AhoCorasick,
+    /// Whether any of the values occurs at all, for a vector unit: the values (`.ad-host.com/`)
+    /// start with bytes that fill every URL, so the searcher above stops at each of them, while
+    /// almost no value of a page holds any of them. `None` where the processor has no such unit.
+    any: Option<aho_corasick::packed::Searcher>,
     selectors: Vec<u32>,
 }
 
@@ -301,7 +398,8 @@ impl Substrings {
         if tests.len() >= SUBSTRINGS_TOGETHER {
             let searcher = aho_corasick::AhoCorasick::new(tests.iter().map(|(value, _)| value));
             if let Ok(searcher) = searcher {
-                return Some(Substrings { searcher, selectors: tests.into_iter().map(|(_, c)| c).collect() });
+                let any = aho_corasick::packed::Searcher::new(tests.iter().map(|(value, _)| value));
+                return Some(Substrings { searcher, any, selectors: tests.into_iter().map(|(_, c)| c).collect() });
             }
         }
         others.extend(tests.into_iter().map(|(_, c)| c));
@@ -310,6 +408,10 @@ impl Substrings {
 
     /// Pushes the selectors whose value occurs in `value`, each once.
     fn passing(&self, value: &str, out: &mut Vec<u32>) {
+        // Leftmost-first finds a match wherever any value occurs: none, no test passes.
+        if self.any.as_ref().is_some_and(|any| any.find(value).is_none()) {
+            return;
+        }
         let start = out.len();
         for found in self.searcher.find_overlapping_iter(value) {
             out.push(self.selectors[found.pattern().as_usize()]);
@@ -332,11 +434,21 @@ impl Substrings {
 impl ByValue {
     /// Pushes the selectors whose test passes on `value`; the test is the first attribute test
     /// of compound `compound` of each.
+    #[inline]
     fn passing(&self, complexes: &[Complex], compound: usize, value: &str, out: &mut Vec<u32>) {
-        // Most names file selectors of one kind only (subject or ancestor): the other is empty.
-        if self.keyed.is_empty() && self.substrings.is_none() && self.others.is_empty() {
-            return;
+        // Most names file selectors of one kind only (subject or ancestor): the other is empty,
+        // and is told apart where the walk asks, without a call.
+        if !self.is_empty() {
+            self.tests_passing(complexes, compound, value, out);
         }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.keyed.is_empty() && self.substrings.is_none() && self.others.is_empty()
+    }
+
+    /// [`ByValue::passing`] for a non-empty filing.
+    fn tests_passing(&self, complexes: &[Complex], compound: usize, value: &str, out: &mut Vec<u32>) {
         let passes = |c: u32| complexes[c as usize].compounds[compound].attrs[0].matches_value(value);
         let start = out.len();
         self.keyed.prefixes_of(value.as_bytes(), out);
@@ -352,7 +464,14 @@ impl ByValue {
         if let Some(substrings) = &self.substrings {
             substrings.passing(value, out);
         }
-        out.extend(self.others.iter().copied().filter(|&c| passes(c)));
+        // Plain loops here and in `arm`: what the compiler made of the iterator adapters
+        // changed with unrelated code elsewhere in the crate, by tens of thousands of
+        // instructions a page.
+        for &c in &self.others {
+            if passes(c) {
+                out.push(c);
+            }
+        }
     }
 }
 
@@ -362,6 +481,8 @@ struct Filed {
     /// Some selector is that id or class and nothing else (`#ad`, `.ad-banner`: most of the
     /// lists' rules), so an element holding the key matches without any test.
     alone: bool,
+    /// The key is noted ([`SelectorSet::note`]): the walk reports it where it occurs.
+    noted: bool,
     /// The other selectors filed there, to be tested on the element.
     others: Vec<u32>,
 }
@@ -375,6 +496,7 @@ impl SelectorSet {
         type Lists = [(Vec<(String, u32)>, Vec<(String, u32)>, Vec<u32>); 2];
         let mut set = SelectorSet::default();
         let mut by_name: FxHashMap<LocalName, Lists> = FxHashMap::default();
+        let mut by_tag: FxHashMap<LocalName, Vec<u32>> = FxHashMap::default();
         for complex in selectors.into_iter().flat_map(|s| s.complexes) {
             let index = set.complexes.len() as u32;
             let subject = &complex.compounds[0];
@@ -406,7 +528,7 @@ impl SelectorSet {
                 set.complexes.push(complex);
                 continue;
             } else if let Some(tag) = &subject.tag {
-                set.by_tag.entry(LocalName::from(tag.as_str())).or_default()
+                by_tag.entry(LocalName::from(tag.as_str())).or_default()
             } else {
                 &mut set.everywhere
             };
@@ -418,13 +540,30 @@ impl SelectorSet {
             substrings: Substrings::new(substrings, &mut others),
             others,
         };
-        set.by_name = by_name
-            .into_iter()
-            .map(|(name, [subject, ancestor])| {
-                (name, ByName { subject: by_value(subject), ancestor: by_value(ancestor) })
-            })
-            .collect();
+        set.by_name = ByAtom::new(
+            by_name
+                .into_iter()
+                .map(|(name, [subject, ancestor])| {
+                    (name, ByName { subject: by_value(subject), ancestor: by_value(ancestor) })
+                })
+                .collect(),
+        );
+        set.by_tag = ByAtom::new(by_tag);
+        set.ids = set.by_id.keys().fold(KeyFilter::default(), |mut f, k| (f.insert(KeyFilter::str_bit(k)), f).1);
+        set.classes =
+            set.by_class.keys().fold(KeyFilter::default(), |mut f, k| (f.insert(KeyFilter::str_bit(k)), f).1);
         set
+    }
+
+    /// Notes a class (`is_class`) or id: [`SelectorSet::matching_any`] reports where the page
+    /// holds it. For a caller that also wants to know which of some keys a page uses (the ad
+    /// remover counts the rules it could not parse, by the class or id that keys them): the
+    /// walk looks every class and id up anyway, and one lookup then serves both.
+    pub fn note(&mut self, is_class: bool, key: &str) {
+        let (map, filter) = if is_class { (&mut self.by_class, &mut self.classes) } else { (&mut self.by_id, &mut self.ids) };
+        map.entry(key.to_string()).or_default().noted = true;
+        filter.insert(KeyFilter::str_bit(key));
+        self.notes = true;
     }
 
     /// The number of complex selectors in the set (a list counts once per member).
@@ -451,8 +590,8 @@ impl SelectorSet {
     /// walk that reads each element's attributes once instead of once per set.
     ///
     /// `on_key` is shown every class name (`true`) and every non-empty id (`false`) of the
-    /// elements walked, in document order, repeats included, so that a caller who also looks
-    /// the page's classes and ids up elsewhere needs no walk of its own.
+    /// elements walked that a set notes ([`SelectorSet::note`]), in document order, repeats
+    /// included, once per set that notes it.
     pub fn matching_any(
         sets: &[&SelectorSet],
         tree: &Tree,
@@ -463,7 +602,7 @@ impl SelectorSet {
     }
 }
 
-/// What [`SelectorSet::matching_any`] shows each class (`true`) and non-empty id (`false`).
+/// What [`SelectorSet::matching_any`] shows each noted class (`true`) and id (`false`).
 type OnKey<'a> = &'a mut dyn FnMut(bool, &str);
 
 /// The walk behind [`SelectorSet::matching`] and [`SelectorSet::matching_any`].
@@ -472,8 +611,8 @@ type OnKey<'a> = &'a mut dyn FnMut(bool, &str);
 /// remaining attributes are then only read for `on_key`.
 fn walk(sets: &[&SelectorSet], tree: &Tree, root: NodeId, mut on_key: Option<OnKey<'_>>) -> Vec<NodeId> {
     let mut found = Vec::new();
-    let sets: Vec<&SelectorSet> = sets.iter().copied().filter(|s| !s.is_empty()).collect();
-    if sets.is_empty() && on_key.is_none() {
+    let sets: Vec<&SelectorSet> = sets.iter().copied().filter(|s| !s.is_empty() || s.notes).collect();
+    if sets.is_empty() {
         return found;
     }
     let by_name = sets.iter().any(|s| !s.by_name.is_empty());
@@ -491,7 +630,7 @@ fn walk(sets: &[&SelectorSet], tree: &Tree, root: NodeId, mut on_key: Option<OnK
             for (name, value) in tree.attrs(ancestor) {
                 let name = lowercase(name, ns);
                 for (number, set) in sets.iter().enumerate() {
-                    if let Some(filed) = set.by_name.get(&*name) {
+                    if let Some(filed) = set.by_name.get(&name) {
                         let at = (tree.nodes[ancestor.index()].end, number as u32);
                         arm(&filed.ancestor, &set.complexes, value, at, &mut armed, &mut scratch);
                     }
@@ -499,7 +638,7 @@ fn walk(sets: &[&SelectorSet], tree: &Tree, root: NodeId, mut on_key: Option<OnK
             }
         }
     }
-    let split_classes = on_key.is_some() || sets.iter().any(|s| !s.by_class.is_empty());
+    let split_classes = sets.iter().any(|s| !s.by_class.is_empty());
     let mut candidates: Vec<Vec<u32>> = vec![Vec::new(); sets.len()];
     for id in tree.walk(root) {
         let Some(element) = tree.element(id) else {
@@ -509,8 +648,10 @@ fn walk(sets: &[&SelectorSet], tree: &Tree, root: NodeId, mut on_key: Option<OnK
         let tag = by_tag.then(|| lowercase(&element.name, element.ns));
         for (set, out) in sets.iter().zip(&mut candidates) {
             out.clear();
-            out.extend_from_slice(&set.everywhere);
-            if let Some(hits) = tag.as_ref().and_then(|tag| set.by_tag.get(&**tag)) {
+            if !set.everywhere.is_empty() {
+                out.extend_from_slice(&set.everywhere);
+            }
+            if let Some(hits) = tag.as_ref().and_then(|tag| set.by_tag.get(tag)) {
                 out.extend_from_slice(hits);
             }
         }
@@ -529,7 +670,7 @@ fn walk(sets: &[&SelectorSet], tree: &Tree, root: NodeId, mut on_key: Option<OnK
                 // foreign camel-cased one is lowered (and interned) first.
                 let name = lowercase(name, element.ns);
                 for (number, (set, out)) in sets.iter().zip(&mut candidates).enumerate() {
-                    let Some(filed) = set.by_name.get(&*name) else {
+                    let Some(filed) = set.by_name.get(&name) else {
                         continue;
                     };
                     if !matched {
@@ -540,22 +681,14 @@ fn walk(sets: &[&SelectorSet], tree: &Tree, root: NodeId, mut on_key: Option<OnK
                 }
             }
             if *name == local_name!("id") {
-                if let Some(on_key) = on_key.as_mut().filter(|_| !value.is_empty()) {
-                    on_key(false, value);
-                }
-                if !matched {
-                    matched = gather_key(&sets, |set| &set.by_id, value, &mut candidates);
+                if !value.is_empty() {
+                    gather_key(&sets, false, value, &mut candidates, &mut matched, &mut on_key);
                 }
             } else if *name == local_name!("class") && split_classes {
                 // ASCII whitespace as std splits it is CSS whitespace: space, tab, line feed,
                 // form feed, carriage return; split on bytes, with no empty pieces.
-                for class in value.split_ascii_whitespace() {
-                    if let Some(on_key) = on_key.as_mut() {
-                        on_key(true, class);
-                    }
-                    if !matched {
-                        matched = gather_key(&sets, |set| &set.by_class, class, &mut candidates);
-                    }
+                for class in ClassTokens::of(value) {
+                    gather_key(&sets, true, class, &mut candidates, &mut matched, &mut on_key);
                 }
             }
         }
@@ -574,6 +707,7 @@ fn walk(sets: &[&SelectorSet], tree: &Tree, root: NodeId, mut on_key: Option<OnK
 /// Arms the selectors of `filed` (`ByName::ancestor`) that an attribute of value `value`
 /// passes, for the descendants of its element: `at` is the end of the element's subtree and
 /// the set's number in the walk. `found` is scratch space.
+#[inline]
 fn arm(
     filed: &ByValue,
     complexes: &[Complex],
@@ -582,28 +716,51 @@ fn arm(
     armed: &mut Vec<(u32, u32, u32)>,
     found: &mut Vec<u32>,
 ) {
+    if filed.is_empty() {
+        return;
+    }
     found.clear();
     filed.passing(complexes, 1, value, found);
-    armed.extend(found.iter().map(|&index| (at.0, at.1, index)));
+    for &index in found.iter() {
+        armed.push((at.0, at.1, index));
+    }
 }
 
-/// Looks `key` up in the id or class index of every set: true when some set has a bare
-/// selector of that key (the element matches), else the selectors to test join `out`.
+/// Looks `key` up in the class (`is_class`) or id index of every set: `matched` turns true
+/// when some set has a bare selector of that key (the element matches), else the selectors to
+/// test join `out`. Once the element is matched only the sets that note keys look it up, for
+/// `on_key`.
 fn gather_key(
     sets: &[&SelectorSet],
-    index: impl Fn(&SelectorSet) -> &FxHashMap<String, Filed>,
+    is_class: bool,
     key: &str,
     out: &mut [Vec<u32>],
-) -> bool {
+    matched: &mut bool,
+    on_key: &mut Option<OnKey<'_>>,
+) {
+    let bit = KeyFilter::str_bit(key);
     for (set, out) in sets.iter().zip(out) {
-        if let Some(filed) = index(set).get(key) {
-            if filed.alone {
-                return true;
+        let (index, filter) = if is_class { (&set.by_class, &set.classes) } else { (&set.by_id, &set.ids) };
+        if (*matched && !set.notes) || !filter.may_hold(bit) {
+            continue;
+        }
+        let Some(filed) = index.get(key) else {
+            continue;
+        };
+        if filed.noted {
+            if let Some(on_key) = on_key.as_mut() {
+                on_key(is_class, key);
             }
+        }
+        if *matched {
+            continue;
+        }
+        if filed.alone {
+            *matched = true;
+        } else {
             out.extend_from_slice(&filed.others);
         }
     }
-    false
 }
 
 /// The first attribute test of the compound right above the subject, reached by a child or
@@ -635,6 +792,58 @@ fn lowercase(name: &LocalName, ns: Ns) -> std::borrow::Cow<'_, LocalName> {
         return std::borrow::Cow::Borrowed(name);
     }
     std::borrow::Cow::Owned(LocalName::from(name.to_ascii_lowercase()))
+}
+
+/// The names of a `class` value: what [`str::split_ascii_whitespace`] yields, found eight
+/// bytes at a time (the walk splits every `class` of a page, and most bytes are not spaces).
+struct ClassTokens<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl<'a> ClassTokens<'a> {
+    fn of(text: &'a str) -> ClassTokens<'a> {
+        ClassTokens { text, at: 0 }
+    }
+}
+
+impl<'a> Iterator for ClassTokens<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let bytes = self.text.as_bytes();
+        let start = self.at + bytes.get(self.at..)?.iter().position(|&b| !b.is_ascii_whitespace())?;
+        let end = next_ascii_whitespace(bytes, start + 1);
+        self.at = end;
+        // Cut at ASCII bytes: character boundaries.
+        self.text.get(start..end)
+    }
+}
+
+/// The position of the first ASCII whitespace byte of `bytes` at or after `from`, else the
+/// length.
+fn next_ascii_whitespace(bytes: &[u8], mut from: usize) -> usize {
+    const LOW: u64 = 0x2121_2121_2121_2121;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    while let Some(chunk) = bytes.get(from..from + 8) {
+        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        // The lowest byte flagged is the first below 0x21, as every ASCII whitespace byte is
+        // (the borrow may flag bytes above it; bytes from 0x80 up are never flagged).
+        let below = word.wrapping_sub(LOW) & !word & HIGH;
+        if below == 0 {
+            from += 8;
+            continue;
+        }
+        let first = from + (below.trailing_zeros() / 8) as usize;
+        if bytes[first].is_ascii_whitespace() {
+            return first;
+        }
+        from = first + 1; // a control character that is not whitespace
+    }
+    bytes[from.min(bytes.len())..]
+        .iter()
+        .position(u8::is_ascii_whitespace)
+        .map_or(bytes.len(), |k| from + k)
 }
 
 /// CSS and HTML whitespace: space, tab, line feed, form feed, carriage return.
@@ -857,15 +1066,22 @@ impl AttrTest {
                     && !want.as_bytes().iter().any(is_space)
                     && value.as_bytes().split(is_space).any(is_want)
             }
+            // `want` is ASCII-lowered: comparing the bytes ASCII case-insensitively is lowering the
+            // value first, without the copy.
             AttrOp::DashMatch => {
-                let value = self.folded(value);
-                value == want
-                    || value
-                        .strip_prefix(want)
-                        .is_some_and(|rest| rest.starts_with('-'))
+                let (value, want) = (value.as_bytes(), want.as_bytes());
+                value.len() >= want.len()
+                    && self.same(&value[..want.len()], want)
+                    && value.get(want.len()).is_none_or(|&b| b == b'-')
             }
-            AttrOp::Prefix => !want.is_empty() && self.folded(value).starts_with(want),
-            AttrOp::Suffix => !want.is_empty() && self.folded(value).ends_with(want),
+            AttrOp::Prefix => {
+                let (value, want) = (value.as_bytes(), want.as_bytes());
+                !want.is_empty() && value.len() >= want.len() && self.same(&value[..want.len()], want)
+            }
+            AttrOp::Suffix => {
+                let (value, want) = (value.as_bytes(), want.as_bytes());
+                !want.is_empty() && value.len() >= want.len() && self.same(&value[value.len() - want.len()..], want)
+            }
             AttrOp::Substring => {
                 let value = self.folded(value);
                 !want.is_empty()
@@ -874,6 +1090,16 @@ impl AttrTest {
                         None => value.contains(want),
                     }
             }
+        }
+    }
+
+    /// Whether part of a value equals `want` as the test compares: ASCII case-insensitively
+    /// when `ignore_case` (`want` is then lower case).
+    fn same(&self, part: &[u8], want: &[u8]) -> bool {
+        if self.ignore_case {
+            part.eq_ignore_ascii_case(want)
+        } else {
+            part == want
         }
     }
 
@@ -1143,18 +1369,37 @@ mod tests {
     }
 
     #[test]
-    fn one_walk_over_several_sets_reports_their_union_and_every_key() {
+    fn one_walk_over_several_sets_reports_their_union_and_every_noted_key() {
         let tree = Tree::parse(PAGE);
         let host = SelectorSet::new(
             ["a[href^='https://ads.']", "li:last-child", "#p2"]
                 .iter()
                 .map(|s| Selector::parse(s).expect("valid")),
         );
-        let generic = SelectorSet::new(
+        let mut generic = SelectorSet::new(
             [".ad", "#p2", ".sidebar > div", "#deep.ad"]
                 .iter()
                 .map(|s| Selector::parse(s).expect("valid")),
         );
+        // Every class and non-empty id of the page, in document order, but `wide`.
+        let mut expected = Vec::new();
+        for edge in tree.traverse(tree.root()) {
+            let Edge::Open(id) = edge else { continue };
+            for (name, value) in tree.attrs(id) {
+                if &**name == "id" && !value.is_empty() {
+                    expected.push((false, value.to_string()));
+                } else if &**name == "class" {
+                    expected.extend(value.split_ascii_whitespace().map(|c| (true, c.to_string())));
+                }
+            }
+        }
+        expected.retain(|(_, key)| key != "wide");
+        for (is_class, key) in &expected {
+            generic.note(*is_class, key);
+        }
+        // Keys the page lacks, and an id noted as a class, are never reported.
+        generic.note(true, "absent");
+        generic.note(true, "top");
         let mut keys = Vec::new();
         let sets = [&host, &generic, &SelectorSet::default()];
         let found = SelectorSet::matching_any(&sets, &tree, tree.root(), |is_class, key| {
@@ -1167,23 +1412,68 @@ mod tests {
         assert_eq!(found, union);
         let ids: Vec<_> = found.iter().map(|&id| tree.attr(id, "id").unwrap_or("-")).collect();
         assert_eq!(ids, ["top", "l1", "p2", "li3", "inner", "deep"]);
-        // Every class and non-empty id, in document order, whatever matched.
-        let mut expected = Vec::new();
-        for edge in tree.traverse(tree.root()) {
-            let Edge::Open(id) = edge else { continue };
-            for (name, value) in tree.attrs(id) {
-                if &**name == "id" && !value.is_empty() {
-                    expected.push((false, value.to_string()));
-                } else if &**name == "class" {
-                    expected.extend(value.split_ascii_whitespace().map(|c| (true, c.to_string())));
-                }
-            }
-        }
+        // Every noted key where it occurs, whatever matched.
         assert_eq!(keys, expected);
-        // No set at all: still every key, and no element.
+        // No set at all: no key, no element; a set of notes alone still reports them.
         let mut count = 0;
         assert!(SelectorSet::matching_any(&[], &tree, tree.root(), |_, _| count += 1).is_empty());
-        assert_eq!(count, expected.len());
+        assert_eq!(count, 0);
+        let mut notes = SelectorSet::default();
+        notes.note(true, "ad");
+        notes.note(false, "p2");
+        let mut keys = Vec::new();
+        let found = SelectorSet::matching_any(&[&notes], &tree, tree.root(), |is_class, key| {
+            keys.push((is_class, key.to_string()))
+        });
+        assert!(found.is_empty());
+        let expected = [(true, "ad"), (false, "p2"), (true, "ad")].map(|(c, k)| (c, k.to_string()));
+        assert_eq!(keys, expected);
+    }
+
+    proptest::proptest! {
+        /// Class names are what splitting at ASCII whitespace gives.
+        #[test]
+        fn class_tokens_split_like_std(value in "([a-z]{0,9}|[ \t\n\r\x0b\x0c\x01\x1f!é€]){0,12}") {
+            let ours: Vec<&str> = ClassTokens::of(&value).collect();
+            let std: Vec<&str> = value.split_ascii_whitespace().collect();
+            proptest::prop_assert_eq!(ours, std);
+        }
+    }
+
+    proptest::proptest! {
+        /// Names are found by their bit where they own it and through the map where they share
+        /// it; names not held are not found.
+        #[test]
+        fn names_are_found_by_their_bit_or_through_the_map(
+            names in proptest::collection::vec("[a-z-]{1,6}", 0..300),
+            others in proptest::collection::vec("[a-z-]{1,6}", 0..40),
+        ) {
+            let map: FxHashMap<LocalName, usize> =
+                names.iter().enumerate().map(|(i, n)| (LocalName::from(n.as_str()), i)).collect();
+            let index = ByAtom::new(map.clone());
+            proptest::prop_assert_eq!(index.len(), map.len());
+            for name in names.iter().chain(&others) {
+                let name = LocalName::from(name.as_str());
+                proptest::prop_assert_eq!(index.get(&name), map.get(&name));
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// A key filter never rules out a key it holds.
+        #[test]
+        fn key_filters_hold_what_was_inserted(keys in proptest::collection::vec("[a-zA-Z0-9_-]{0,12}", 0..40)) {
+            let mut filter = KeyFilter::default();
+            let mut names = KeyFilter::default();
+            for key in &keys {
+                filter.insert(KeyFilter::str_bit(key));
+                names.insert(KeyFilter::atom_bit(&LocalName::from(key.as_str())));
+            }
+            for key in &keys {
+                proptest::prop_assert!(filter.may_hold(KeyFilter::str_bit(key)));
+                proptest::prop_assert!(names.may_hold(KeyFilter::atom_bit(&LocalName::from(key.as_str()))));
+            }
+        }
     }
 
     /// Markup from a small vocabulary, so that random selectors of the same vocabulary match.
@@ -1319,7 +1609,7 @@ mod tests {
         ];
         let selectors: Vec<Selector> = texts.iter().map(|t| Selector::parse(t).expect("valid")).collect();
         let set = SelectorSet::new(selectors.clone());
-        let by_name = &set.by_name[&LocalName::from("href")];
+        let by_name = set.by_name.get(&LocalName::from("href")).expect("filed under href");
         assert!(by_name.subject.substrings.is_some(), "the case-sensitive *= tests share a searcher");
         let mut expected: Vec<NodeId> = selectors.iter().flat_map(|s| select_all(&tree, tree.root(), s)).collect();
         expected.sort_unstable();

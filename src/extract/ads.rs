@@ -50,6 +50,9 @@ use crate::html::ads::{AdFilter, RequestKind};
 /// (`.invalid` is reserved), so every request is third-party and no site-specific rule applies.
 const UNKNOWN_PAGE: &str = "http://unknown.invalid/";
 
+/// The host of [`UNKNOWN_PAGE`].
+const UNKNOWN_HOST: &str = "unknown.invalid";
+
 /// What the ad remover took out, for logs, response headers and the retainer (which should not
 /// re-list links to ad servers).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -85,6 +88,8 @@ pub fn remove_ads_keeping(
     let base = super::base_url(tree, page.as_ref());
     // Not the base: it often names a CDN, whose host says nothing of the page's.
     let judged_from = page.as_ref().map_or(UNKNOWN_PAGE, Url::as_str).to_string();
+    // Its host, as parsing it again would give.
+    let judged_host = page.as_ref().map_or(Some(UNKNOWN_HOST), Url::host_str).unwrap_or_default();
     let guard = Guard::new(tree, keep);
     let mut report = AdReport::default();
 
@@ -104,7 +109,7 @@ pub fn remove_ads_keeping(
         report.removed.push(root);
         report.by_url += 1;
     }
-    remove_hidden(tree, filter, &judged_from, &guard, &mut report);
+    remove_hidden(tree, filter, (&judged_from, judged_host), &guard, &mut report);
     report.removed.sort_unstable();
     report
 }
@@ -113,12 +118,12 @@ pub fn remove_ads_keeping(
 fn remove_hidden(
     tree: &mut Tree,
     filter: &AdFilter,
-    judged_from: &str,
+    (judged_from, judged_host): (&str, &str),
     guard: &Guard,
     report: &mut AdReport,
 ) {
     let root = tree.body().unwrap_or(tree.root());
-    let host = host_selectors(filter, judged_from);
+    let host = host_selectors(filter, judged_from, judged_host);
     report.unsupported_selectors += host.unsupported;
     let matched = if !host.generichide && host.exceptions.is_empty() {
         // All the lists' class and id rules, parsed once and indexed by class and id: an
@@ -177,13 +182,12 @@ struct HostSelectors {
 /// How many hosts' parsed hiding rules are kept (a few hundred KiB each at most).
 const HOSTS_KEPT: u64 = 512;
 
-/// The parsed hiding rules for the host of `page_url`, from a process-wide cache keyed by the
-/// filter's identity and the host.
-fn host_selectors(filter: &AdFilter, page_url: &str) -> Arc<HostSelectors> {
+/// The parsed hiding rules for `host`, the host of `page_url`, from a process-wide cache keyed
+/// by the filter's identity and the host.
+fn host_selectors(filter: &AdFilter, page_url: &str, host: &str) -> Arc<HostSelectors> {
     static CACHE: OnceLock<moka::sync::Cache<(u64, String), Arc<HostSelectors>>> = OnceLock::new();
     let cache = CACHE.get_or_init(|| moka::sync::Cache::new(HOSTS_KEPT));
-    let host = Url::parse(page_url).ok().and_then(|u| u.host_str().map(str::to_owned)).unwrap_or_default();
-    cache.get_with((filter.id(), host), || {
+    cache.get_with((filter.id(), host.to_string()), || {
         let hiding = filter.host_hiding(page_url);
         let (set, unsupported) = parse_selectors(hiding.selectors.iter());
         Arc::new(HostSelectors {
@@ -221,7 +225,15 @@ impl GenericSelectors {
                 }
             }
         }
-        GenericSelectors { set: SelectorSet::new(selectors), unsupported_classes, unsupported_ids }
+        let mut set = SelectorSet::new(selectors);
+        // The walk then reports where the page holds one of these keys, from the lookup it
+        // makes anyway (see `UnsupportedSeen`).
+        for (is_class, map) in [(true, &unsupported_classes), (false, &unsupported_ids)] {
+            for key in map.keys() {
+                set.note(is_class, key);
+            }
+        }
+        GenericSelectors { set, unsupported_classes, unsupported_ids }
     }
 
     /// The unparsable rules per class (`true`) or per id (`false`) that keys them.
@@ -234,8 +246,9 @@ impl GenericSelectors {
     }
 }
 
-/// The unparsable generic rules keyed by a class or id of the page, gathered as the page's
-/// classes and ids go by: each key counts once however often the page repeats it.
+/// The unparsable generic rules keyed by a class or id of the page, gathered as the walk finds
+/// their keys (noted in the generic set) in the page: each key counts once however often the
+/// page repeats it.
 #[derive(Default)]
 struct UnsupportedSeen<'g> {
     seen: FxHashSet<(bool, &'g str)>,
@@ -412,15 +425,17 @@ fn trim_url(raw: &str) -> &str {
 /// no `/.` (a dot segment the parser would resolve). Tested against the parser.
 fn plain_absolute(raw: &str) -> Option<&str> {
     let rest = raw.strip_prefix("https://").or_else(|| raw.strip_prefix("http://"))?;
-    let slash = rest.find('/')?;
+    let slash = memchr::memchr(b'/', rest.as_bytes())?;
     let (host, path) = rest.split_at(slash);
     let host_ok = !host.is_empty()
         && host.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-')
         && !host.starts_with('.')
         && !host.ends_with('.')
         && !has_pair(host, b'.', b'.')
-        && !host.split('.').any(|label| label.starts_with("xn--"))
-        && !host.rsplit('.').next().is_some_and(|last| last.starts_with(|c: char| c.is_ascii_digit()));
+        // Labels on bytes: a `.` is one byte, and a character searcher per label cost more
+        // than the rest of the test.
+        && !host.as_bytes().split(|&b| b == b'.').any(|label| label.starts_with(b"xn--"))
+        && !host.as_bytes().rsplit(|&b| b == b'.').next().is_some_and(|last| last.first().is_some_and(u8::is_ascii_digit));
     let path_ok = path.bytes().all(|b| PLAIN_PATH_BYTES[usize::from(b)]) && !has_pair(path, b'/', b'.');
     (host_ok && path_ok).then_some(host)
 }
@@ -435,8 +450,8 @@ fn plain_absolute(raw: &str) -> Option<&str> {
 fn plain_relative<'b>(raw: &str, base: &'b Url) -> Option<(String, &'b str)> {
     let host = base.host_str().filter(|_| matches!(base.scheme(), "http" | "https"))?;
     let plain = raw.bytes().all(|b| PLAIN_PATH_BYTES[usize::from(b)]) && !has_pair(raw, b'/', b'.');
-    let first_segment = &raw[..raw.find(['/', '?', '#']).unwrap_or(raw.len())];
-    if !plain || raw.is_empty() || raw.starts_with(['.', '#']) || raw.starts_with("//") || first_segment.contains(':') {
+    let first_segment = &raw[..raw.bytes().position(|b| matches!(b, b'/' | b'?' | b'#')).unwrap_or(raw.len())];
+    if !plain || raw.is_empty() || raw.starts_with(['.', '#']) || raw.starts_with("//") || memchr::memchr(b':', first_segment.as_bytes()).is_some() {
         return None;
     }
     let whole = base.as_str();
@@ -446,7 +461,7 @@ fn plain_relative<'b>(raw: &str, base: &'b Url) -> Option<(String, &'b str)> {
         &whole[..whole.len() - base[url::Position::AfterPath..].len()]
     } else {
         let path_end = whole.len() - base[url::Position::AfterPath..].len();
-        &whole[..whole[..path_end].rfind('/')? + 1]
+        &whole[..memchr::memrchr(b'/', &whole.as_bytes()[..path_end])? + 1]
     };
     Some(([kept, raw].concat(), host))
 }
@@ -782,6 +797,12 @@ example.com##.promo
         let report = remove_ads(&mut tree, &filter(), Some("https://site.example/"));
         assert_eq!((report.removed.len(), report.guarded), (0, 1));
         assert!(!tree.is_removed(by_id(&tree, "skin")));
+    }
+
+    #[test]
+    fn the_unknown_page_has_the_unknown_host() {
+        let page = Url::parse(UNKNOWN_PAGE).expect("valid");
+        assert_eq!(page.host_str(), Some(UNKNOWN_HOST));
     }
 
     #[test]

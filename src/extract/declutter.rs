@@ -54,7 +54,7 @@ pub fn run(tree: &mut Tree, settings: &Settings, ctx: &Context<'_>) -> Outcome {
     let mut settings = settings.clone();
     let mut fallback: Option<Fallback> = None;
     loop {
-        let outcome = apply(tree, &settings, ctx);
+        let outcome = apply(tree, &settings, ctx, &base.paragraphs);
         let kept = base.kept_share(tree);
         let next = match settings.preset.fallback() {
             Some(next) if kept < settings.min_kept_fraction => next,
@@ -94,6 +94,8 @@ struct Baseline {
     /// The main content ([`prose::main_content`]) and its prose.
     main: NodeId,
     main_prose: u32,
+    /// The paragraph figures of the page as parsed, which each run updates as it removes.
+    paragraphs: prose::Current,
 }
 
 impl Baseline {
@@ -101,14 +103,16 @@ impl Baseline {
     fn of(tree: &Tree) -> Option<Baseline> {
         let body = tree.body()?;
         let stats = tree.stats(body);
-        let paragraphs = prose::paragraphs(tree);
-        let main = prose::main_content(tree, body, &paragraphs);
+        let current = prose::Current::of(tree);
+        let paragraphs = current.paragraphs();
+        let main = prose::main_content(tree, body, paragraphs);
         Some(Baseline {
             body,
             chars: stats.text_chars,
             non_link: non_link_chars(stats),
             main,
             main_prose: paragraphs.prose[main.index()],
+            paragraphs: current,
         })
     }
 
@@ -146,30 +150,37 @@ fn finish(tree: &Tree, mut outcome: Outcome, preset: PresetName, page_chars: u32
     outcome
 }
 
-/// One pass of every remover the settings switch on.
-fn apply(tree: &mut Tree, settings: &Settings, ctx: &Context<'_>) -> Outcome {
+/// One pass of every remover the settings switch on, from the tree whose paragraph figures
+/// are `pristine`.
+fn apply(tree: &mut Tree, settings: &Settings, ctx: &Context<'_>, pristine: &prose::Current) -> Outcome {
     let mut removal = Removal::default();
+    // Kept current through the removals, for the landmark and link-list removers.
+    let mut paragraphs = pristine.clone();
     let kept_nodes = match ctx.site {
         Some(site) => selected(tree, &site.keep),
         None => Vec::new(),
     };
     let keep = Keep::from_nodes(tree, kept_nodes.iter().copied());
     if let Some(site) = ctx.site {
-        removal.site = remove_selected(tree, &site.remove, &keep);
+        let removed = remove_selected(tree, &site.remove, &keep);
+        paragraphs.removed(tree, &removed);
+        removal.site = removed.len();
     }
     if let (true, Some(filter)) = (settings.ads, ctx.ads) {
         // Ad links are not retained: they lead to ad servers.
         let report = ads::remove_ads_keeping(tree, filter, ctx.page_url, &kept_nodes);
+        paragraphs.removed(tree, &report.removed);
         removal.ads = report.removed.len();
     }
     let mut retainable: Vec<NodeId> = Vec::new();
     if settings.landmarks {
-        let removed = landmarks::remove(tree, &keep);
+        let removed = landmarks::remove_with(tree, &keep, paragraphs.paragraphs());
+        paragraphs.removed(tree, &removed);
         removal.landmarks = removed.len();
         retainable.extend(removed);
     }
     if settings.link_lists {
-        let removed = linklist::remove(tree, settings, &keep);
+        let removed = linklist::remove_with(tree, settings, &keep, paragraphs.paragraphs());
         removal.link_lists = removed.len();
         retainable.extend(removed);
     }
@@ -195,20 +206,20 @@ fn selected(tree: &Tree, selectors: &[crate::dom::select::Selector]) -> Vec<Node
     SelectorSet::new(selectors.iter().cloned()).matching(tree, tree.root())
 }
 
-/// Removes what the site's `remove` selectors match, unless kept; returns how many.
+/// Removes what the site's `remove` selectors match, unless kept; returns what it removed.
 fn remove_selected(
     tree: &mut Tree,
     selectors: &[crate::dom::select::Selector],
     keep: &Keep,
-) -> usize {
-    let mut count = 0;
+) -> Vec<NodeId> {
+    let mut removed = Vec::new();
     for id in selected(tree, selectors) {
         if !keep.contains(id) && !tree.is_removed(id) {
             tree.remove(id);
-            count += 1;
+            removed.push(id);
         }
     }
-    count
+    removed
 }
 
 #[cfg(test)]

@@ -30,13 +30,21 @@
 use markup5ever::local_name;
 
 use super::linklist::{has_role, lists_any_role};
+use super::prose::Paragraphs;
 use super::Keep;
 use crate::dom::{Element, LocalName, NodeId, Ns, Tree};
 
 /// Removes the page's non-content landmark regions; returns those removed, outermost only, in
 /// document order.
 pub fn remove(tree: &mut Tree, keep: &Keep) -> Vec<NodeId> {
-    let found = find(tree, keep);
+    let paragraphs = super::prose::paragraphs(tree);
+    remove_with(tree, keep, &paragraphs)
+}
+
+/// [`remove`] with the page's paragraph figures at hand (a [`super::prose::Current`] kept
+/// through the removers before this one).
+pub fn remove_with(tree: &mut Tree, keep: &Keep, paragraphs: &Paragraphs) -> Vec<NodeId> {
+    let found = find_with(tree, keep, paragraphs);
     for &id in &found {
         tree.remove(id);
     }
@@ -45,11 +53,15 @@ pub fn remove(tree: &mut Tree, keep: &Keep) -> Vec<NodeId> {
 
 /// The regions [`remove`] would remove, without removing them.
 pub fn find(tree: &Tree, keep: &Keep) -> Vec<NodeId> {
+    find_with(tree, keep, &super::prose::paragraphs(tree))
+}
+
+fn find_with(tree: &Tree, keep: &Keep, paragraphs: &Paragraphs) -> Vec<NodeId> {
     let Some(body) = tree.body() else {
         return Vec::new();
     };
-    let marks = Marks::compute(tree);
-    let prose = super::prose::paragraphs(tree).prose;
+    let marks = Marks::compute(tree, body);
+    let prose = &paragraphs.prose;
     let page_prose = u64::from(prose[body.index()]);
     let mut found = Vec::new();
     let mut walk = tree.walk(body);
@@ -69,23 +81,23 @@ pub fn find(tree: &Tree, keep: &Keep) -> Vec<NodeId> {
 
 /// What the decision needs from a node's ancestors and descendants.
 struct Marks {
-    /// The elements that are `<main>` or `role=main`, in document order, removed ones included.
+    /// The elements of the body that are `<main>` or `role=main`, in document order, removed
+    /// ones included.
     mains: Vec<usize>,
 }
 
 impl Marks {
-    /// One pass for the mains. Scopes are looked up by climbing from the few headers and
+    /// One pass for the mains, over the body only: the regions judged are in it, and so are
+    /// the mains they may hold. Scopes are looked up by climbing from the few headers and
     /// footers that need them, which costs less than carrying them down to every node.
-    fn compute(tree: &Tree) -> Marks {
-        let mains = (0..tree.len())
-            .filter_map(|i| tree.node_at(i))
-            .filter(|&id| {
-                tree.element(id).is_some_and(|e| {
-                    e.name == local_name!("main") || has_role(tree, id, "main")
-                })
-            })
-            .map(NodeId::index)
-            .collect();
+    fn compute(tree: &Tree, body: NodeId) -> Marks {
+        let mut mains = Vec::new();
+        for id in tree.descendants(body) {
+            let Some(e) = tree.element(id) else { continue };
+            if e.name == local_name!("main") || has_role(tree, id, "main") {
+                mains.push(id.index());
+            }
+        }
         Marks { mains }
     }
 

@@ -37,19 +37,26 @@
 //! `role=main` are never judged, only descended into; headings inside a removed block go with
 //! it.
 //!
-//! Counts are over what earlier removers left ([`kept_stats`]), and the walk judges a block
+//! Counts are over what earlier removers left ([`super::kept_stats`]), and the walk judges a block
 //! before its parts, so one pass over the tree decides everything. Nothing recurses.
 
 use markup5ever::local_name;
 
-use super::prose::{main_content, paragraphs};
-use super::{kept_stats, non_link_chars, Containers, Keep, Settings};
+use super::prose::{main_content, paragraphs, Paragraphs};
+use super::{non_link_chars, Containers, Keep, KeptStats, Settings};
 use crate::dom::{Element, NodeId, NodeStats, Ns, Tree};
 
 /// Removes the link-dense blocks of the page's body; returns the blocks removed, outermost
 /// only, in document order.
 pub fn remove(tree: &mut Tree, settings: &Settings, keep: &Keep) -> Vec<NodeId> {
-    let found = find(tree, settings, keep);
+    let paragraphs = paragraphs(tree);
+    remove_with(tree, settings, keep, &paragraphs)
+}
+
+/// [`remove`] with the page's paragraph figures at hand (a [`super::prose::Current`] kept
+/// through the removers before this one).
+pub fn remove_with(tree: &mut Tree, settings: &Settings, keep: &Keep, paragraphs: &Paragraphs) -> Vec<NodeId> {
+    let found = find_with(tree, settings, keep, paragraphs);
     for &id in &found {
         tree.remove(id);
     }
@@ -58,19 +65,22 @@ pub fn remove(tree: &mut Tree, settings: &Settings, keep: &Keep) -> Vec<NodeId> 
 
 /// The blocks [`remove`] would remove, without removing them.
 pub fn find(tree: &Tree, settings: &Settings, keep: &Keep) -> Vec<NodeId> {
+    find_with(tree, settings, keep, &paragraphs(tree))
+}
+
+fn find_with(tree: &Tree, settings: &Settings, keep: &Keep, paragraphs: &Paragraphs) -> Vec<NodeId> {
     let Some(body) = tree.body() else {
         return Vec::new();
     };
-    let kept = kept_stats(tree);
-    let paragraphs = paragraphs(tree);
-    let main = main_content(tree, body, &paragraphs);
+    let kept = KeptStats::of(tree);
+    let main = main_content(tree, body, paragraphs);
     let judge = Judge {
         settings,
         keep,
         kept: &kept,
         largest: &paragraphs.largest,
         main: main.index()..main.index() + tree.descendants(main).len(),
-        page: kept[body.index()],
+        page: kept.get(body),
     };
     let mut found = Vec::new();
     let mut walk = tree.walk(body);
@@ -93,7 +103,7 @@ pub fn find(tree: &Tree, settings: &Settings, keep: &Keep) -> Vec<NodeId> {
 struct Judge<'a> {
     settings: &'a Settings,
     keep: &'a Keep,
-    kept: &'a [NodeStats],
+    kept: &'a KeptStats<'a>,
     /// Per node, the largest paragraph in it ([`super::prose::Paragraphs::largest`]).
     largest: &'a [u32],
     /// The node indices of the main content's subtree ([`main_content`]).
@@ -108,7 +118,7 @@ impl Judge<'_> {
         if !nav && !is_candidate(tree, id, e, self.settings.containers) {
             return false;
         }
-        let stats = &self.kept[id.index()];
+        let stats = &self.kept.get(id);
         let ratio = self.threshold(id);
         if !is_link_dense(stats, ratio) || self.keep.contains(id) || self.holds_main(tree, id) {
             return false;

@@ -327,6 +327,63 @@ pub fn kept_stats(tree: &Tree) -> Vec<NodeStats> {
     kept
 }
 
+/// [`kept_stats`] for a remover that asks about some of the nodes only (the link-list
+/// remover, about its candidate blocks): what each removed subtree took from its ancestors,
+/// kept for those ancestors alone, so that the statistics of every node are not copied.
+pub struct KeptStats<'t> {
+    tree: &'t Tree,
+    lost: Lost,
+}
+
+enum Lost {
+    /// Per ancestor of a removed subtree (by index), the statistics of the removed subtrees
+    /// below it.
+    Sparse(rustc_hash::FxHashMap<u32, NodeStats>),
+    /// Every node's kept statistics, when the ancestors to visit would outnumber the nodes
+    /// (see [`kept_stats`]).
+    Dense(Vec<NodeStats>),
+}
+
+impl<'t> KeptStats<'t> {
+    /// The kept statistics of `tree` as its removals stand.
+    pub fn of(tree: &'t Tree) -> KeptStats<'t> {
+        let mut tops = Vec::new();
+        let mut climbs = 0usize;
+        let mut i = 0;
+        while let Some(id) = tree.node_at(i) {
+            if tree.is_removed(id) {
+                tops.push(id);
+                climbs += tree.stats(id).depth as usize;
+                i += tree.descendants(id).len();
+            } else {
+                i += 1;
+            }
+        }
+        if climbs > tree.len() {
+            return KeptStats { tree, lost: Lost::Dense(kept_stats_by_pass(tree)) };
+        }
+        let mut lost = rustc_hash::FxHashMap::<u32, NodeStats>::default();
+        for top in tops {
+            let taken = *tree.stats(top);
+            for a in tree.ancestors(top) {
+                lost.entry(a.index() as u32).or_default().add(&taken);
+            }
+        }
+        KeptStats { tree, lost: Lost::Sparse(lost) }
+    }
+
+    /// What [`kept_stats`] gives for `id`: the removed subtrees inside it are disjoint and
+    /// their parsed statistics add up into `id`'s, so their sum comes off at once.
+    pub fn get(&self, id: NodeId) -> NodeStats {
+        let parsed = self.tree.stats(id);
+        match &self.lost {
+            Lost::Dense(kept) => kept[id.index()],
+            Lost::Sparse(_) if self.tree.is_removed(id) => minus(parsed, parsed),
+            Lost::Sparse(lost) => lost.get(&(id.index() as u32)).map_or(*parsed, |lost| minus(parsed, lost)),
+        }
+    }
+}
+
 /// [`kept_stats`] in one reverse pass over the arena (children follow their parents in it):
 /// each node's loss is its whole parsed statistics if it is removed, else the sum of its
 /// children's losses; kept = parsed − lost. Linear in the size of the tree whatever was removed.
@@ -403,11 +460,7 @@ pub fn document_base(tree: &Tree, page_url: Option<&str>) -> Option<String> {
 /// document in tree order (as HTML freezes it), resolved against `page`, else `page`.
 pub fn base_url(tree: &Tree, page: Option<&Url>) -> Option<Url> {
     let href = tree
-        .descendants(tree.root())
-        .filter(|&id| {
-            tree.element(id)
-                .is_some_and(|e| e.ns == crate::dom::Ns::Html && e.name == markup5ever::local_name!("base"))
-        })
+        .html_elements_named(&markup5ever::local_name!("base"))
         .find_map(|id| tree.attr(id, "href"));
     let from_base = href.and_then(|href| match page {
         Some(page) => page.join(href.trim()).ok(),
@@ -492,6 +545,12 @@ mod tests {
             document_base(&tree, None).as_deref(),
             Some("https://cdn.example/")
         );
+        // The first with an `href`, wherever it is; a foreign `base` is none.
+        let tree = Tree::parse(
+            "<head><base target=_top></head><body><svg><base href='https://svg.example/'></base></svg>\
+             <base href='https://body.example/'><base href='https://late.example/'></body>",
+        );
+        assert_eq!(document_base(&tree, None).as_deref(), Some("https://body.example/"));
     }
 
     #[test]
@@ -536,7 +595,13 @@ mod tests {
             removed in proptest::collection::vec(0usize..80, 0..6),
         ) {
             let tree = crate::dom::tests::parse_removing(&parts.concat(), &removed);
-            proptest::prop_assert_eq!(kept_stats(&tree), kept_stats_by_pass(&tree));
+            let kept = kept_stats(&tree);
+            proptest::prop_assert_eq!(&kept, &kept_stats_by_pass(&tree));
+            let lookup = KeptStats::of(&tree);
+            for i in 0..tree.len() {
+                let id = tree.node_at(i).expect("node");
+                proptest::prop_assert_eq!(lookup.get(id), kept[i], "node {}", i);
+            }
         }
     }
 

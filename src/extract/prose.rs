@@ -33,6 +33,109 @@ pub const PROSE_CHARS: u32 = 100;
 /// block inside it holds; a block element (and the document, for text outside every block)
 /// makes that text one paragraph of its own.
 pub fn paragraphs(tree: &Tree) -> Paragraphs {
+    Current::of(tree).paragraphs
+}
+
+/// [`Paragraphs`] kept current while removers take subtrees out: the landmark and link-list
+/// removers each need them for the page as the removers before them left it, and updating the
+/// figures of a removed subtree's ancestors costs a fraction of measuring the page again.
+#[derive(Debug, Clone)]
+pub struct Current {
+    paragraphs: Paragraphs,
+    /// Per node, the counted text of its subtree outside the blocks in it: its part of the
+    /// paragraph of its nearest block ancestor; for a block (and the document), its own
+    /// paragraph.
+    inline: Vec<u32>,
+}
+
+impl Current {
+    /// The figures of the tree as it is, from one pass ([`paragraphs`]).
+    pub fn of(tree: &Tree) -> Current {
+        let (paragraphs, inline) = measure(tree);
+        Current { paragraphs, inline }
+    }
+
+    /// The figures as of the last [`Current::removed`].
+    pub fn paragraphs(&self) -> &Paragraphs {
+        &self.paragraphs
+    }
+
+    /// Takes into account that `roots` have just been removed from `tree` (in any order,
+    /// nested ones included), each of them not yet removed when these figures were last
+    /// current: every removal since then must be among them.
+    ///
+    /// The removed subtrees' figures become zero, as a new pass would make them. Above each
+    /// outermost root, its prose comes off every ancestor; its text outside blocks comes off
+    /// the paragraph of its nearest block ancestor, which may stop counting as prose; and the
+    /// largest paragraph of each ancestor is taken again from its own paragraph and its
+    /// children's, deepest ancestors first.
+    pub fn removed(&mut self, tree: &Tree, roots: &[NodeId]) {
+        let mut roots: Vec<NodeId> = roots.to_vec();
+        roots.sort_unstable();
+        let Paragraphs { largest, prose } = &mut self.paragraphs;
+        let inline = &mut self.inline;
+        // The ancestors whose largest paragraph is taken again, each once.
+        let mut above: Vec<u32> = Vec::new();
+        let mut listed = vec![false; tree.len()];
+        let mut end = 0;
+        for root in roots {
+            let start = root.index();
+            if start < end {
+                continue; // inside a root just handled
+            }
+            end = start + tree.descendants(root).len();
+            let lost_prose = prose[start];
+            // Its text that belonged to an ancestor's paragraph.
+            let mut lost_inline = match tree.text(root) {
+                Some(_) if !tree.is_in_link(root) => tree.stats(root).text_chars,
+                Some(_) => 0,
+                None if tree.is_block_node(root) => 0,
+                None => inline[start],
+            };
+            largest[start..end].fill(0);
+            prose[start..end].fill(0);
+            inline[start..end].fill(0);
+            let mut shrunk = 0;
+            let mut node = root;
+            while let Some(parent) = tree.parent(node) {
+                let p = parent.index();
+                if lost_inline > 0 {
+                    let own = inline[p];
+                    inline[p] = own.saturating_sub(lost_inline);
+                    if tree.is_block_node(parent) || tree.parent(parent).is_none() {
+                        // The paragraph this text was part of: whatever it counted as prose.
+                        shrunk = prose_part(own).saturating_sub(prose_part(inline[p]));
+                        lost_inline = 0;
+                    }
+                }
+                prose[p] = prose[p].saturating_sub(lost_prose.saturating_add(shrunk));
+                if !std::mem::replace(&mut listed[p], true) {
+                    above.push(p as u32);
+                }
+                node = parent;
+            }
+        }
+        // Children come after their parents in the arena.
+        above.sort_unstable_by(|a, b| b.cmp(a));
+        for p in above {
+            let Some(id) = tree.node_at(p as usize) else { continue };
+            let own = if tree.is_block_node(id) || tree.parent(id).is_none() { inline[p as usize] } else { 0 };
+            largest[p as usize] = tree.children(id).map(|c| largest[c.index()]).fold(own, u32::max);
+        }
+    }
+}
+
+/// What a paragraph of `chars` characters adds to [`Paragraphs::prose`].
+fn prose_part(chars: u32) -> u32 {
+    if chars >= PROSE_CHARS {
+        chars
+    } else {
+        0
+    }
+}
+
+/// The pass behind [`Current::of`]: the figures and the text of each node outside its blocks.
+fn measure(tree: &Tree) -> (Paragraphs, Vec<u32>) {
     let n = tree.len();
     let mut largest = vec![0u32; n];
     let mut prose = vec![0u32; n];
@@ -56,7 +159,7 @@ pub fn paragraphs(tree: &Tree) -> Paragraphs {
             prose[parent] = prose[parent].saturating_add(prose[i]);
         }
     }
-    Paragraphs { largest, prose }
+    (Paragraphs { largest, prose }, inline)
 }
 
 /// [`Paragraphs::prose`] of one node alone, from a pass over its subtree only: what the
@@ -215,6 +318,37 @@ mod tests {
             for i in 0..tree.len() {
                 let id = tree.node_at(i).expect("node");
                 proptest::prop_assert_eq!(prose_within(&tree, id), expected.prose[i], "node {}", i);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Figures kept current through batches of removals (nested roots included) equal
+        /// those of a new pass after each batch.
+        #[test]
+        fn current_figures_follow_removals(
+            parts in proptest::collection::vec(
+                "<(div|p|span|b|td|li|a href=x|h2)>|</(div|p|span|a|td)>|text|x y|long text of a paragraph|<br>| ",
+                0..60,
+            ),
+            removed in proptest::collection::vec(0usize..80, 0..3),
+            batches in proptest::collection::vec(proptest::collection::vec(0usize..80, 0..5), 0..4),
+            long in 0usize..3,
+        ) {
+            let html = parts.concat().replace("long text of a paragraph", &LONG.repeat(long));
+            let mut tree = crate::dom::tests::parse_removing(&html, &removed);
+            let mut current = Current::of(&tree);
+            for batch in &batches {
+                let mut roots = Vec::new();
+                for &i in batch {
+                    let Some(id) = tree.node_at(i).filter(|&id| !tree.is_removed(id)) else { continue };
+                    tree.remove(id);
+                    roots.push(id);
+                }
+                current.removed(&tree, &roots);
+                let fresh = paragraphs(&tree);
+                proptest::prop_assert_eq!(&current.paragraphs().largest, &fresh.largest);
+                proptest::prop_assert_eq!(&current.paragraphs().prose, &fresh.prose);
             }
         }
     }

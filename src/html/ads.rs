@@ -364,11 +364,22 @@ impl AdFilter {
 /// The authority part of an absolute URL (`user@host:port`), or the whole text when it has no
 /// `://`.
 fn authority(url: &str) -> &str {
-    let Some((_, rest)) = url.split_once("://") else {
-        return url;
+    // The first `://` is at the first `:` followed by `//`; on bytes, all of it ASCII.
+    let bytes = url.as_bytes();
+    let mut from = 0;
+    let start = loop {
+        let Some(colon) = memchr::memchr(b':', &bytes[from..]) else {
+            return url;
+        };
+        let at = from + colon;
+        if bytes[at + 1..].starts_with(b"//") {
+            break at + 3;
+        }
+        from = at + 1;
     };
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    &rest[..end]
+    let rest = &bytes[start..];
+    let end = rest.iter().position(|b| matches!(b, b'/' | b'?' | b'#')).unwrap_or(rest.len());
+    &url[start..start + end]
 }
 
 /// Reads one list file.
@@ -449,6 +460,32 @@ example.com##.promo
 example.org#@#.ad-banner
 @@||quiet.example^$generichide
 ";
+
+    proptest::proptest! {
+        /// The authority as the text up to the first `://` and then up to a `/`, `?` or `#`
+        /// would have it.
+        #[test]
+        fn authority_is_between_the_scheme_and_the_path(url in "[a-z:/?#@.é]{0,16}") {
+            let rest = url.split_once("://").map(|(_, rest)| rest);
+            let expected = rest.map_or(url.as_str(), |rest| &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())]);
+            proptest::prop_assert_eq!(authority(&url), expected);
+        }
+    }
+
+    #[test]
+    fn verdicts_are_remembered_per_page_host_and_kind() {
+        let filter = small();
+        for _ in 0..2 {
+            assert!(filter.is_blocked("https://ads.example.net/x", "https://news.example/a", RequestKind::Image));
+            assert!(!filter.is_blocked("https://ads.example.net/allowed/x", "https://news.example/a", RequestKind::Image));
+            assert!(filter.is_blocked("https://cdn.example/banner/1.png", "https://news.example/b", RequestKind::Image));
+            assert!(!filter.is_blocked("https://cdn.example/banner/1.png", "https://news.example/b", RequestKind::Link));
+            assert!(filter.is_blocked("https://tracker.example.org/t", "https://news.example/", RequestKind::Script));
+            assert!(!filter.is_blocked("https://tracker.example.org/t", "https://tracker.example.org/", RequestKind::Script));
+        }
+        let held = filter.verdicts.map.lock().expect("not poisoned").len();
+        assert_eq!(held, 6);
+    }
 
     fn small() -> AdFilter {
         AdFilter::from_lists(&[("test.txt", LIST)])

@@ -73,10 +73,15 @@ impl PrefixTree {
         };
         let mut rest = value;
         loop {
-            let Some(tail) = rest.strip_prefix(&*node.label) else {
+            // Labels are a few bytes: compared in place, not by a call to the library's memcmp.
+            let label = &*node.label;
+            if rest.len() < label.len() || !label.iter().zip(rest).all(|(a, b)| a == b) {
                 return;
-            };
-            out.extend_from_slice(&node.ends);
+            }
+            let tail = &rest[label.len()..];
+            if !node.ends.is_empty() {
+                out.extend_from_slice(&node.ends);
+            }
             let Some((&byte, tail)) = tail.split_first() else {
                 return;
             };
