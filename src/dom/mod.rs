@@ -594,62 +594,9 @@ pub fn is_void(e: &Element) -> bool {
 /// groups). Renderers break lines at these, and algorithms cut a page into blocks and
 /// paragraphs at them, so all of them share this one list.
 pub fn is_block(e: &Element) -> bool {
-    use markup5ever::local_name;
-    e.ns == Ns::Html
-        && matches!(
-            e.name,
-            local_name!("address")
-                | local_name!("article")
-                | local_name!("aside")
-                | local_name!("blockquote")
-                | local_name!("body")
-                | local_name!("caption")
-                | local_name!("center")
-                | local_name!("dd")
-                | local_name!("details")
-                | local_name!("dialog")
-                | local_name!("dir")
-                | local_name!("div")
-                | local_name!("dl")
-                | local_name!("dt")
-                | local_name!("fieldset")
-                | local_name!("figcaption")
-                | local_name!("figure")
-                | local_name!("footer")
-                | local_name!("form")
-                | local_name!("h1")
-                | local_name!("h2")
-                | local_name!("h3")
-                | local_name!("h4")
-                | local_name!("h5")
-                | local_name!("h6")
-                | local_name!("header")
-                | local_name!("hgroup")
-                | local_name!("hr")
-                | local_name!("html")
-                | local_name!("legend")
-                | local_name!("li")
-                | local_name!("listing")
-                | local_name!("main")
-                | local_name!("menu")
-                | local_name!("nav")
-                | local_name!("ol")
-                | local_name!("p")
-                | local_name!("plaintext")
-                | local_name!("pre")
-                | local_name!("search")
-                | local_name!("section")
-                | local_name!("summary")
-                | local_name!("table")
-                | local_name!("tbody")
-                | local_name!("td")
-                | local_name!("tfoot")
-                | local_name!("th")
-                | local_name!("thead")
-                | local_name!("tr")
-                | local_name!("ul")
-                | local_name!("xmp")
-        )
+    // The list is the one the statistics classify names by (`stats::element_kind`), so the
+    // block flag they set and this answer cannot drift apart.
+    stats::is_block(e)
 }
 
 /// The children of a node, from [`Tree::children`].
