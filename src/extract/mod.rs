@@ -299,18 +299,7 @@ impl fmt::Display for Fallback {
 pub fn kept_stats(tree: &Tree) -> Vec<NodeStats> {
     let n = tree.len();
     let mut kept = tree.all_stats().to_vec();
-    let mut tops = Vec::new();
-    let mut climbs = 0usize;
-    let mut i = 0;
-    while let Some(id) = tree.node_at(i) {
-        if tree.is_removed(id) {
-            tops.push(id);
-            climbs += tree.stats(id).depth as usize;
-            i += tree.descendants(id).len();
-        } else {
-            i += 1;
-        }
-    }
+    let (tops, climbs) = removed_tops(tree);
     if climbs > n {
         return kept_stats_by_pass(tree);
     }
@@ -325,6 +314,24 @@ pub fn kept_stats(tree: &Tree) -> Vec<NodeStats> {
         }
     }
     kept
+}
+
+/// The tops of the removed subtrees in document order, and how many ancestors they have in all
+/// (what subtracting each from its ancestors would visit).
+fn removed_tops(tree: &Tree) -> (Vec<NodeId>, usize) {
+    let mut tops = Vec::new();
+    let mut climbs = 0usize;
+    let mut i = 0;
+    while let Some(id) = tree.node_at(i) {
+        if tree.is_removed(id) {
+            tops.push(id);
+            climbs += tree.stats(id).depth as usize;
+            i += tree.descendants(id).len();
+        } else {
+            i += 1;
+        }
+    }
+    (tops, climbs)
 }
 
 /// [`kept_stats`] for a remover that asks about some of the nodes only (the link-list
@@ -347,18 +354,7 @@ enum Lost {
 impl<'t> KeptStats<'t> {
     /// The kept statistics of `tree` as its removals stand.
     pub fn of(tree: &'t Tree) -> KeptStats<'t> {
-        let mut tops = Vec::new();
-        let mut climbs = 0usize;
-        let mut i = 0;
-        while let Some(id) = tree.node_at(i) {
-            if tree.is_removed(id) {
-                tops.push(id);
-                climbs += tree.stats(id).depth as usize;
-                i += tree.descendants(id).len();
-            } else {
-                i += 1;
-            }
-        }
+        let (tops, climbs) = removed_tops(tree);
         if climbs > tree.len() {
             return KeptStats { tree, lost: Lost::Dense(kept_stats_by_pass(tree)) };
         }
