@@ -6,9 +6,9 @@
 //! up with the totals of its subtree. Neither pass recurses or allocates per node.
 //!
 //! What counts as visible: text that a browser displays with scripts on and no style sheet
-//! applied beyond the defaults and inline `style`. Elements that never display their content are
-//! listed in [`hides_content`]; inline `display: none`, `visibility: hidden` and the `hidden`
-//! attribute hide an element too, as they do in a browser.
+//! applied beyond the defaults and inline `style`. Elements that never display their content by
+//! name are classified by [`element_kind`] (its `HIDES` bit); inline `display: none`,
+//! `visibility: hidden` and the `hidden` attribute hide an element too, as they do in a browser.
 
 use markup5ever::local_name;
 
@@ -195,14 +195,14 @@ pub(super) fn is_block(e: &Element) -> bool {
 }
 
 /// What an element's name tells the statistics, as bits of [`kind`]: for an HTML element one
-/// match on the name answers [`super::is_block`] (its only list), [`hides_content`] and what
-/// [`count_element`] counts, which asked one after the other cost three searches among the
-/// names. Inlined into the statistics' loop, where it runs once per element.
+/// match on the name answers [`super::is_block`] and whether the element hides its content
+/// (the only lists of both) and what [`count_element`] counts, which asked one after the other
+/// cost three searches among the names. Inlined into the statistics' loop, where it runs once per element.
 #[inline(always)]
 fn element_kind(e: &Element) -> u8 {
     use kind::*;
     if e.ns != Ns::Html {
-        return if hides_content(e) { HIDES } else { 0 };
+        return if foreign_hides_content(e) { HIDES } else { 0 };
     }
     match e.name {
         local_name!("address")
@@ -284,7 +284,11 @@ fn element_kind(e: &Element) -> u8 {
 mod kind {
     /// [`super::super::is_block`].
     pub const BLOCK: u8 = 1;
-    /// [`super::hides_content`].
+    /// The element never displays its content in a browser with scripts on: code and metadata
+    /// (script, style, head, title, template), fallbacks that only show where a feature is
+    /// missing (noscript, iframe, noembed, noframes, audio, video, canvas), pickers that show
+    /// one option at a time (select, datalist), and the non-rendered parts of SVG and MathML
+    /// ([`super::foreign_hides_content`]).
     pub const HIDES: u8 = 2;
     /// An HTML `<img>`.
     pub const IMAGE: u8 = 4;
@@ -450,29 +454,10 @@ fn count_bytes(bytes: &[u8], from: usize, to: usize, mut in_word: bool) -> (u32,
     (chars, words, i, in_word)
 }
 
-/// Whether an element, by its name, never displays its content in a browser with scripts on:
-/// code and metadata (script, style, head, title, template), fallbacks that only show where a
-/// feature is missing (noscript, iframe, noembed, noframes, audio, video, canvas), pickers that
-/// show one option at a time (select, datalist), and the non-rendered parts of SVG and MathML.
-fn hides_content(e: &Element) -> bool {
+/// The elements of SVG and MathML whose content never displays: the non-rendered parts of those
+/// languages. HTML's such elements are [`element_kind`]'s `HIDES` arms.
+fn foreign_hides_content(e: &Element) -> bool {
     match e.ns {
-        Ns::Html => matches!(
-            e.name,
-            local_name!("script")
-                | local_name!("style")
-                | local_name!("head")
-                | local_name!("title")
-                | local_name!("template")
-                | local_name!("noscript")
-                | local_name!("iframe")
-                | local_name!("noembed")
-                | local_name!("noframes")
-                | local_name!("audio")
-                | local_name!("video")
-                | local_name!("canvas")
-                | local_name!("select")
-                | local_name!("datalist")
-        ),
         Ns::Svg => matches!(
             e.name,
             local_name!("script")
@@ -484,7 +469,7 @@ fn hides_content(e: &Element) -> bool {
             e.name,
             local_name!("annotation") | local_name!("annotation-xml")
         ),
-        Ns::Other => false,
+        Ns::Html | Ns::Other => false,
     }
 }
 
@@ -604,7 +589,17 @@ mod tests {
                     && ["div", "p", "td", "html", "body", "xmp", "h1", "li", "form", "table", "tr"].contains(&name);
                 assert_eq!(kind & kind::BLOCK != 0, block, "{name} {ns:?}");
                 assert_eq!(super::super::is_block(&e), block, "{name} {ns:?}");
-                assert_eq!(kind & kind::HIDES != 0, hides_content(&e), "{name} {ns:?}");
+                let hides = match ns {
+                    Ns::Html => [
+                        "script", "style", "head", "title", "template", "noscript", "iframe", "noembed",
+                        "noframes", "audio", "video", "canvas", "select", "datalist",
+                    ]
+                    .contains(&name),
+                    Ns::Svg => ["script", "style", "title", "desc"].contains(&name),
+                    Ns::MathMl => ["annotation", "annotation-xml"].contains(&name),
+                    Ns::Other => false,
+                };
+                assert_eq!(kind & kind::HIDES != 0, hides, "{name} {ns:?}");
                 for input_type in [None, Some("hidden"), Some("HIDDEN"), Some("text")] {
                     let mut expected = NodeStats::default();
                     count_element(&e, input_type, &mut expected);
