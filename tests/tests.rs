@@ -20,3 +20,4 @@ mod proxy;
 mod reader;
 mod reload;
 mod shutdown;
+mod userinfo;
