@@ -142,6 +142,16 @@ pub struct RawListener {
     pub auth: Option<Spanned<RawAuth>>,
 }
 
+impl Default for RawListener {
+    /// The listener of a file that has none: the one README and proxy.toml document.
+    fn default() -> Self {
+        RawListener { address: Spanned::new(0..0, DEFAULT_LISTEN.to_string()), profile: None, allow: None, auth: None }
+    }
+}
+
+/// The address of the listener a file without `[[listener]]` gets.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+
 /// `auth = { user, password }`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -234,6 +244,13 @@ impl Default for RawLimits {
         }
     }
 }
+
+/// Most public IPv4 addresses a listener without `auth`, reachable from other machines, may
+/// admit: a /16, more than any one site or office holds. Past it pith would serve strangers.
+pub const MAX_OPEN_V4: u64 = 1 << 16;
+
+/// Most public IPv6 /64 networks such a listener may admit: a /48, one site's allocation.
+pub const MAX_OPEN_V6_SUBNETS: u64 = 1 << 16;
 
 /// The default of `limits.max_headers`: also the HTTP/1 parser's own default, which keeps its
 /// header table on the stack (any other value costs a heap allocation per request).
@@ -477,19 +494,32 @@ impl Config {
 
     /// Reads and validates a config file. Relative paths inside it resolve against its folder.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        Config::load_listening(path, None)
+    }
+
+    /// [`Config::load`] with `listen` (the `--listen` option) replacing the first listener's
+    /// address. The override is applied before validation, so every check, the open-proxy
+    /// one included, sees the address that will be bound.
+    pub fn load_listening(path: &Path, listen: Option<SocketAddr>) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path)
             .map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
-        Config::from_toml_str(&text, &path.display().to_string(), path.parent())
+        Config::from_toml_str_listening(&text, &path.display().to_string(), path.parent(), listen)
     }
 
     /// Parses and validates config text; `origin` names it in errors, `base` resolves
     /// relative paths (the working directory when `None`).
     pub fn from_toml_str(text: &str, origin: &str, base: Option<&Path>) -> Result<Config, ConfigError> {
+        Config::from_toml_str_listening(text, origin, base, None)
+    }
+
+    /// [`Config::from_toml_str`] with `listen` replacing the first listener's address, as
+    /// [`Config::load_listening`].
+    pub fn from_toml_str_listening(text: &str, origin: &str, base: Option<&Path>, listen: Option<SocketAddr>) -> Result<Config, ConfigError> {
         let raw: RawConfig = toml::from_str(text).map_err(|e| {
             let span = e.span().unwrap_or(0..0);
             invalid(text, origin, span, None, e.message().to_string())
         })?;
-        Validator { text, origin, base: base.unwrap_or(Path::new("")) }.config(raw)
+        Validator { text, origin, base: base.unwrap_or(Path::new("")), listen }.config(raw)
     }
 }
 
@@ -498,6 +528,8 @@ struct Validator<'a> {
     text: &'a str,
     origin: &'a str,
     base: &'a Path,
+    /// `--listen`: replaces the first listener's address.
+    listen: Option<SocketAddr>,
 }
 
 impl Validator<'_> {
@@ -508,13 +540,14 @@ impl Validator<'_> {
     fn config(&self, raw: RawConfig) -> Result<Config, ConfigError> {
         let log_level = self.log_level(&raw.log.level)?;
         let profiles = self.profiles(&raw.filters, &raw.profiles)?;
+        // Every key is optional: a file without [[listener]] gets the documented one.
+        let default_listener = [RawListener::default()];
+        let raw_listeners = if raw.listener.is_empty() { &default_listener[..] } else { &raw.listener[..] };
         let mut listeners = Vec::new();
-        for l in &raw.listener {
-            listeners.push(self.listener(l, &profiles)?);
+        for (i, l) in raw_listeners.iter().enumerate() {
+            listeners.push(self.listener(l, &profiles, if i == 0 { self.listen } else { None })?);
         }
-        if listeners.is_empty() {
-            return Err(self.err(0..0, "listener", "at least one [[listener]] is required"));
-        }
+        self.check_distinct(raw_listeners, &listeners)?;
         Ok(Config {
             log_level,
             listeners,
@@ -686,10 +719,13 @@ impl Validator<'_> {
         RuleSet::parse(&self.base.join(dir).join(format!("{file}.rules"))).map_err(wrap)
     }
 
-    fn listener(&self, l: &RawListener, profiles: &BTreeMap<String, Arc<Profile>>) -> Result<ListenerConfig, ConfigError> {
-        let address: SocketAddr = l.address.get_ref().parse().map_err(|_| {
-            self.err(l.address.span(), "listener.address", format!("{:?} is not an IP:port address (e.g. \"127.0.0.1:8080\" or \"[::1]:8080\")", l.address.get_ref()))
-        })?;
+    fn listener(&self, l: &RawListener, profiles: &BTreeMap<String, Arc<Profile>>, listen: Option<SocketAddr>) -> Result<ListenerConfig, ConfigError> {
+        let address: SocketAddr = match listen {
+            Some(address) => address,
+            None => l.address.get_ref().parse().map_err(|_| {
+                self.err(l.address.span(), "listener.address", format!("{:?} is not an IP:port address (e.g. \"127.0.0.1:8080\" or \"[::1]:8080\")", l.address.get_ref()))
+            })?,
+        };
         let profile = match &l.profile {
             None => profiles.get("declutter").or_else(|| profiles.get("pass")).cloned().expect("`pass` is always defined"),
             Some(p) => profiles.get(p.get_ref()).cloned().ok_or_else(|| {
@@ -699,25 +735,73 @@ impl Validator<'_> {
         };
         let allow = match &l.allow {
             None => vec!["127.0.0.0/8".parse().expect("literal"), "::1/128".parse().expect("literal")],
+            Some(list) if list.get_ref().is_empty() => {
+                return Err(self.err(list.span(), "listener.allow", "an empty list admits no client; list the client networks (leave the key out for loopback only)"));
+            }
             Some(list) => self.networks(list, "listener.allow")?,
         };
-        let auth = l.auth.as_ref().map(|a| Credentials { user: a.get_ref().user.clone(), password: a.get_ref().password.clone() });
-        if let Some(a) = &l.auth {
-            if a.get_ref().user.is_empty() || a.get_ref().user.contains(':') {
-                return Err(self.err(a.span(), "listener.auth.user", "the user name must be non-empty and contain no ':'"));
-            }
-        }
-        self.check_not_open(address, &allow, auth.is_some(), l)?;
+        let auth = match &l.auth {
+            None => None,
+            Some(a) => Some(self.credentials(a)?),
+        };
+        self.check_not_open(address, &allow, auth.is_some(), l, listen.is_some())?;
         Ok(ListenerConfig { address, profile, allow, auth })
     }
 
-    /// Refuses a configuration that would make an open proxy: a listener that accepts every
-    /// address on the internet with no credentials.
-    fn check_not_open(&self, address: SocketAddr, allow: &[IpNet], auth: bool, l: &RawListener) -> Result<(), ConfigError> {
-        let everyone = allow.iter().any(|n| n.prefix_len() == 0);
-        if everyone && !auth && !address.ip().is_loopback() {
-            let span = l.allow.as_ref().map(Spanned::span).unwrap_or(l.address.span());
-            return Err(self.err(span, "listener.allow", "allowing every address without `auth` on a non-loopback listener would make an open proxy; list your networks or set auth"));
+    /// `listener.auth`: a user name and a password that are not empty. An empty password is
+    /// no protection: anyone who knows the user name (often in a client's settings) is in.
+    fn credentials(&self, a: &Spanned<RawAuth>) -> Result<Credentials, ConfigError> {
+        let RawAuth { user, password } = a.get_ref();
+        if user.is_empty() || user.contains(':') {
+            return Err(self.err(a.span(), "listener.auth.user", "the user name must be non-empty and contain no ':'"));
+        }
+        if password.is_empty() {
+            return Err(self.err(a.span(), "listener.auth.password", "must not be empty: an empty password lets anyone in"));
+        }
+        Ok(Credentials { user: user.clone(), password: password.clone() })
+    }
+
+    /// Refuses a configuration that would make an open proxy: a listener reachable from other
+    /// machines (not on loopback), without credentials, whose allow list admits more public
+    /// address space than one organisation holds ([`MAX_OPEN_V4`], [`MAX_OPEN_V6_SUBNETS`]).
+    /// Judged by what the list covers together, so `0.0.0.0/1` plus `128.0.0.0/1` counts as
+    /// everyone, as `0.0.0.0/0` does; private networks are not counted. `listen` says the
+    /// address came from `--listen`.
+    fn check_not_open(&self, address: SocketAddr, allow: &[IpNet], auth: bool, l: &RawListener, listen: bool) -> Result<(), ConfigError> {
+        if auth || address.ip().is_loopback() {
+            return Ok(());
+        }
+        let covered = crate::addr::public_coverage(allow);
+        if covered.v4_addresses <= MAX_OPEN_V4 && covered.v6_subnets <= MAX_OPEN_V6_SUBNETS {
+            return Ok(());
+        }
+        let span = l.allow.as_ref().map(Spanned::span).unwrap_or(l.address.span());
+        let from = if listen { " (from --listen)" } else { "" };
+        Err(self.err(
+            span,
+            "listener.allow",
+            format!(
+                "the listener on {address}{from} admits {} public IPv4 addresses and {} public IPv6 /64 networks without `auth`: that is an open proxy. \
+                 Without auth, a listener not on loopback may admit at most {MAX_OPEN_V4} public IPv4 addresses (a /16) and {MAX_OPEN_V6_SUBNETS} IPv6 /64s (a /48); \
+                 list your own networks, or set auth",
+                covered.v4_addresses, covered.v6_subnets
+            ),
+        ))
+    }
+
+    /// Refuses two listeners on one address: the second could never bind. A wildcard address
+    /// (`0.0.0.0`, `[::]`) takes its port on every address, so it collides with any listener
+    /// on the same port; port 0 picks a free port each time and never collides.
+    fn check_distinct(&self, raw: &[RawListener], listeners: &[ListenerConfig]) -> Result<(), ConfigError> {
+        for (i, a) in listeners.iter().enumerate() {
+            for b in &listeners[..i] {
+                let (x, y) = (a.address, b.address);
+                let overlaps = x.ip() == y.ip() || x.ip().is_unspecified() || y.ip().is_unspecified();
+                if x.port() != 0 && x.port() == y.port() && overlaps {
+                    let span = raw.get(i).map_or(0..0, |l| l.address.span());
+                    return Err(self.err(span, "listener.address", format!("{x} collides with the listener on {y}: both cannot bind; give each listener its own port")));
+                }
+            }
         }
         Ok(())
     }
@@ -991,8 +1075,45 @@ mod tests {
     rejected!(burst_without_rate, "[limits]\nclient_burst = 10\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "limits.client_burst", "client_rate");
     rejected!(negative_rate, "[limits]\nclient_rate = -1\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "limits.client_rate");
     rejected!(unknown_profile, "[[listener]]\naddress = \"127.0.0.1:1\"\nprofile = \"nope\"\n", "test.toml:3:", "unknown profile");
-    rejected!(open_proxy, "[[listener]]\naddress = \"0.0.0.0:8080\"\nallow = [\"0.0.0.0/0\"]\n", "open proxy");
-    rejected!(no_listener, "[log]\nlevel = \"info\"\n", "at least one [[listener]]");
+    rejected!(open_proxy, "[[listener]]\naddress = \"0.0.0.0:8080\"\nallow = [\"0.0.0.0/0\"]\n", "test.toml:3:", "listener.allow", "open proxy");
+    rejected!(open_proxy_in_halves, "[[listener]]\naddress = \"0.0.0.0:8080\"\nallow = [\"0.0.0.0/1\", \"128.0.0.0/1\"]\n", "test.toml:3:", "open proxy");
+    rejected!(open_proxy_half_the_internet, "[[listener]]\naddress = \"192.168.1.5:8080\"\nallow = [\"0.0.0.0/1\"]\n", "open proxy");
+    rejected!(open_proxy_v6, "[[listener]]\naddress = \"[::]:8080\"\nallow = [\"2000::/3\"]\n", "open proxy");
+    rejected!(open_proxy_many_small_blocks, "[[listener]]\naddress = \"0.0.0.0:8080\"\nallow = [\"1.0.0.0/16\", \"2.0.0.0/16\"]\n", "open proxy", "131072 public IPv4");
+    rejected!(empty_password, "[[listener]]\naddress = \"0.0.0.0:8080\"\nallow = [\"0.0.0.0/0\"]\nauth = { user = \"u\", password = \"\" }\n", "test.toml:4:", "listener.auth.password");
+    rejected!(empty_user, "[[listener]]\naddress = \"127.0.0.1:8080\"\nauth = { user = \"\", password = \"p\" }\n", "test.toml:3:", "listener.auth.user");
+    rejected!(empty_allow, "[[listener]]\naddress = \"127.0.0.1:8080\"\nallow = []\n", "test.toml:3:", "listener.allow", "admits no client");
+    rejected!(two_listeners_one_address, "[[listener]]\naddress = \"127.0.0.1:8080\"\n[[listener]]\naddress = \"127.0.0.1:8080\"\n", "test.toml:4:", "listener.address", "collides");
+    rejected!(wildcard_and_loopback_one_port, "[[listener]]\naddress = \"127.0.0.1:8080\"\n[[listener]]\naddress = \"[::]:8080\"\nallow = [\"::1\"]\n", "test.toml:4:", "collides");
+
+    #[test]
+    fn the_open_proxy_rule_judges_public_coverage() {
+        let ok = |text: &str| parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        ok("[[listener]]\naddress = \"0.0.0.0:8080\"\nallow = [\"10.0.0.0/8\", \"172.16.0.0/12\", \"192.168.0.0/16\", \"fd00::/8\", \"100.64.0.0/10\"]\n");
+        ok("[[listener]]\naddress = \"0.0.0.0:8080\"\nallow = [\"198.51.0.0/16\", \"2a01:db8:1::/48\"]\n");
+        ok("[[listener]]\naddress = \"127.0.0.1:8080\"\nallow = [\"0.0.0.0/0\", \"::/0\"]\n");
+        ok("[[listener]]\naddress = \"0.0.0.0:8080\"\nallow = [\"0.0.0.0/0\"]\nauth = { user = \"u\", password = \"p\" }\n");
+    }
+
+    #[test]
+    fn listen_overrides_the_first_listener_before_the_checks() {
+        let text = "[[listener]]\naddress = \"127.0.0.1:8080\"\nallow = [\"0.0.0.0/0\", \"::/0\"]\n";
+        assert!(parse(text).is_ok(), "on loopback, allowing everyone is harmless");
+        let err = Config::from_toml_str_listening(text, "test.toml", None, Some("0.0.0.0:3128".parse().unwrap())).expect_err("open once --listen says 0.0.0.0");
+        let shown = err.to_string();
+        assert!(shown.contains("test.toml:3:") && shown.contains("0.0.0.0:3128 (from --listen)") && shown.contains("open proxy"), "{shown}");
+        let c = Config::from_toml_str_listening("[[listener]]\naddress = \"127.0.0.1:8080\"\n", "t", None, Some("0.0.0.0:3128".parse().unwrap())).unwrap();
+        assert_eq!(c.listeners[0].address, "0.0.0.0:3128".parse().unwrap());
+    }
+
+    #[test]
+    fn a_file_without_listeners_gets_the_documented_one() {
+        let c = parse("[log]\nlevel = \"info\"\n").expect("every key is optional");
+        assert_eq!(c.listeners.len(), 1);
+        assert_eq!(c.listeners[0].address, DEFAULT_LISTEN.parse().unwrap());
+        assert_eq!(c.listeners[0].profile.name, "declutter");
+        assert!(parse("").is_ok(), "an empty file is a valid config");
+    }
     rejected!(bad_level, "[log]\nlevel = \"loud\"\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "log.level");
     rejected!(pass_redefined, "[profiles.pass]\nrules = \"declutter\"\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "profiles.pass");
     rejected!(bad_output, "[profiles.x]\nrules = \"declutter\"\noutput = \"pdf\"\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:3:", "profiles.x.output");

@@ -7,6 +7,7 @@ mod access;
 mod cache;
 mod charset;
 mod codings;
+mod config;
 mod connect;
 mod deny;
 mod errors;
