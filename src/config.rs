@@ -167,19 +167,19 @@ pub struct RawAuth {
 #[serde(deny_unknown_fields, default)]
 pub struct RawUpstream {
     /// TCP+TLS connect budget.
-    pub connect_timeout_ms: u64,
+    pub connect_timeout_ms: Spanned<u64>,
     /// Request sent → response head budget.
-    pub response_timeout_ms: u64,
+    pub response_timeout_ms: Spanned<u64>,
     /// Longest silence while reading a body.
-    pub body_idle_timeout_ms: u64,
+    pub body_idle_timeout_ms: Spanned<u64>,
     /// Idle pooled connections live this long.
-    pub pool_idle_timeout_ms: u64,
+    pub pool_idle_timeout_ms: Spanned<u64>,
     /// Idle pooled connections per origin.
     pub pool_max_idle_per_host: usize,
     /// Extra PEM root files.
     pub extra_root_certificates: Vec<Spanned<String>>,
     /// Ports CONNECT may reach; empty = all.
-    pub connect_ports: Vec<u16>,
+    pub connect_ports: Spanned<Vec<u16>>,
     /// Send a `Via` header to origins.
     pub send_via: bool,
     /// Destination networks never connected to (CIDRs or addresses).
@@ -191,13 +191,13 @@ pub struct RawUpstream {
 impl Default for RawUpstream {
     fn default() -> Self {
         RawUpstream {
-            connect_timeout_ms: 10_000,
-            response_timeout_ms: 30_000,
-            body_idle_timeout_ms: 60_000,
-            pool_idle_timeout_ms: 90_000,
+            connect_timeout_ms: Spanned::new(0..0, 10_000),
+            response_timeout_ms: Spanned::new(0..0, 30_000),
+            body_idle_timeout_ms: Spanned::new(0..0, 60_000),
+            pool_idle_timeout_ms: Spanned::new(0..0, 90_000),
             pool_max_idle_per_host: 32,
             extra_root_certificates: Vec::new(),
-            connect_ports: vec![443],
+            connect_ports: Spanned::new(0..0, vec![443]),
             send_via: true,
             deny: Spanned::new(0..0, Vec::new()),
             deny_private: false,
@@ -212,7 +212,7 @@ pub struct RawLimits {
     /// Simultaneous client connections.
     pub max_connections: Spanned<usize>,
     /// Budget for a complete request head; idle keep-alive wait.
-    pub header_read_timeout_ms: u64,
+    pub header_read_timeout_ms: Spanned<u64>,
     /// Largest request head.
     pub max_header_bytes: Spanned<usize>,
     /// Largest decoded page that is rewritten.
@@ -224,23 +224,23 @@ pub struct RawLimits {
     /// Requests a client may send at once before `client_rate` applies; 0 = `client_rate`.
     pub client_burst: Spanned<u32>,
     /// Time given to open connections and tunnels to finish at shutdown.
-    pub drain_timeout_ms: u64,
+    pub drain_timeout_ms: Spanned<u64>,
     /// How long a connection past `max_connections` waits for a slot before it gets 503.
-    pub connection_wait_ms: u64,
+    pub connection_wait_ms: Spanned<u64>,
 }
 
 impl Default for RawLimits {
     fn default() -> Self {
         RawLimits {
             max_connections: Spanned::new(0..0, 1024),
-            header_read_timeout_ms: 15_000,
+            header_read_timeout_ms: Spanned::new(0..0, 15_000),
             max_header_bytes: Spanned::new(0..0, 65_536),
             max_rewrite_bytes: Spanned::new(0..0, 16 << 20),
             max_headers: Spanned::new(0..0, DEFAULT_MAX_HEADERS),
             client_rate: Spanned::new(0..0, 0),
             client_burst: Spanned::new(0..0, 0),
-            drain_timeout_ms: 10_000,
-            connection_wait_ms: 2_000,
+            drain_timeout_ms: Spanned::new(0..0, 10_000),
+            connection_wait_ms: Spanned::new(0..0, 2_000),
         }
     }
 }
@@ -258,6 +258,21 @@ pub const DEFAULT_MAX_HEADERS: usize = 100;
 
 /// The largest `limits.max_headers`: the parser reserves room for this many per request.
 const MAX_MAX_HEADERS: usize = 10_000;
+
+/// The largest `limits.max_connections`: past it the slot semaphore would overflow (and no
+/// system gives one process this many descriptors).
+const MAX_MAX_CONNECTIONS: usize = 1_000_000;
+
+/// The largest `limits.max_header_bytes`: each connection may buffer this much, and HTTP/2
+/// takes it as a 32-bit size.
+const MAX_MAX_HEADER_BYTES: usize = 1 << 20;
+
+/// The largest `limits.max_rewrite_bytes`: a page is held whole in memory while rewritten.
+const MAX_MAX_REWRITE_BYTES: u64 = 1 << 30;
+
+/// The longest time a `*_ms` key may give: one day. Longer is a mistake (a missing unit), and
+/// a deadline computed from an unbounded value could overflow.
+const MAX_MILLIS: u64 = 86_400_000;
 
 /// `[cache]`.
 #[derive(Debug, Deserialize)]
@@ -665,6 +680,10 @@ impl Validator<'_> {
     /// else the built-in files.
     fn sites(&self, filters: &RawFilters) -> Result<SiteRules, ConfigError> {
         let dir = filters.dir.get_ref();
+        if !dir.is_empty() && !self.base.join(dir).is_dir() {
+            let full = self.base.join(dir);
+            return Err(self.err(filters.dir.span(), "filters.dir", format!("{} is not a folder (leave the key out for the built-in rules)", full.display())));
+        }
         let folder = self.base.join(dir).join("sites");
         if dir.is_empty() || !folder.is_dir() {
             return Ok(SiteRules::builtin());
@@ -831,14 +850,18 @@ impl Validator<'_> {
             }
             extra_roots.extend(certs);
         }
+        if u.connect_ports.get_ref().contains(&0) {
+            return Err(self.err(u.connect_ports.span(), "upstream.connect_ports", "port 0 cannot be connected to; list ports from 1 to 65535 (an empty list allows every port)"));
+        }
         Ok(UpstreamConfig {
-            connect_timeout: Duration::from_millis(u.connect_timeout_ms),
-            response_timeout: Duration::from_millis(u.response_timeout_ms),
-            body_idle_timeout: Duration::from_millis(u.body_idle_timeout_ms),
-            pool_idle_timeout: Duration::from_millis(u.pool_idle_timeout_ms),
+            connect_timeout: self.millis(&u.connect_timeout_ms, "upstream.connect_timeout_ms", 1)?,
+            response_timeout: self.millis(&u.response_timeout_ms, "upstream.response_timeout_ms", 1)?,
+            body_idle_timeout: self.millis(&u.body_idle_timeout_ms, "upstream.body_idle_timeout_ms", 1)?,
+            // 0 keeps no idle connection, like pool_max_idle_per_host = 0.
+            pool_idle_timeout: self.millis(&u.pool_idle_timeout_ms, "upstream.pool_idle_timeout_ms", 0)?,
             pool_max_idle_per_host: u.pool_max_idle_per_host,
             extra_roots,
-            connect_ports: u.connect_ports.clone(),
+            connect_ports: u.connect_ports.get_ref().clone(),
             send_via: u.send_via,
             deny: self.networks(&u.deny, "upstream.deny")?,
             deny_private: u.deny_private,
@@ -846,28 +869,40 @@ impl Validator<'_> {
     }
 
     fn limits(&self, l: &RawLimits) -> Result<Limits, ConfigError> {
-        if *l.max_connections.get_ref() == 0 {
-            return Err(self.err(l.max_connections.span(), "limits.max_connections", "must be at least 1"));
+        if !(1..=MAX_MAX_CONNECTIONS).contains(l.max_connections.get_ref()) {
+            return Err(self.err(l.max_connections.span(), "limits.max_connections", format!("must be between 1 and {MAX_MAX_CONNECTIONS}")));
         }
-        if *l.max_header_bytes.get_ref() < 8192 {
-            return Err(self.err(l.max_header_bytes.span(), "limits.max_header_bytes", "must be at least 8192"));
+        if !(8192..=MAX_MAX_HEADER_BYTES).contains(l.max_header_bytes.get_ref()) {
+            return Err(self.err(l.max_header_bytes.span(), "limits.max_header_bytes", format!("must be between 8192 and {MAX_MAX_HEADER_BYTES}")));
         }
-        if *l.max_rewrite_bytes.get_ref() == 0 {
-            return Err(self.err(l.max_rewrite_bytes.span(), "limits.max_rewrite_bytes", "must be at least 1"));
+        if !(1..=MAX_MAX_REWRITE_BYTES).contains(l.max_rewrite_bytes.get_ref()) {
+            return Err(self.err(l.max_rewrite_bytes.span(), "limits.max_rewrite_bytes", format!("must be between 1 and {MAX_MAX_REWRITE_BYTES} (a page is held whole while it is rewritten)")));
         }
         if !(1..=MAX_MAX_HEADERS).contains(l.max_headers.get_ref()) {
             return Err(self.err(l.max_headers.span(), "limits.max_headers", format!("must be between 1 and {MAX_MAX_HEADERS}")));
         }
         Ok(Limits {
             max_connections: *l.max_connections.get_ref(),
-            header_read_timeout: Duration::from_millis(l.header_read_timeout_ms),
+            header_read_timeout: self.millis(&l.header_read_timeout_ms, "limits.header_read_timeout_ms", 1)?,
             max_header_bytes: *l.max_header_bytes.get_ref(),
             max_rewrite_bytes: *l.max_rewrite_bytes.get_ref(),
             max_headers: *l.max_headers.get_ref(),
             client_rate: self.client_rate(l)?,
-            drain_timeout: Duration::from_millis(l.drain_timeout_ms),
-            connection_wait: Duration::from_millis(l.connection_wait_ms),
+            // 0: connections are closed at once at shutdown; a waiting connection gets 503 at once.
+            drain_timeout: self.millis(&l.drain_timeout_ms, "limits.drain_timeout_ms", 0)?,
+            connection_wait: self.millis(&l.connection_wait_ms, "limits.connection_wait_ms", 0)?,
         })
+    }
+
+    /// A time in milliseconds: at least `min` (1 where 0 would time out everything at once) and at
+    /// most [`MAX_MILLIS`], so that no deadline computed from it can overflow.
+    fn millis(&self, value: &Spanned<u64>, key: &str, min: u64) -> Result<Duration, ConfigError> {
+        let ms = *value.get_ref();
+        if !(min..=MAX_MILLIS).contains(&ms) {
+            let why = if ms < min { "; 0 would time out every wait at once" } else { "" };
+            return Err(self.err(value.span(), key, format!("must be between {min} and {MAX_MILLIS} ms (one day){why}")));
+        }
+        Ok(Duration::from_millis(ms))
     }
 
     /// `limits.client_rate` and `limits.client_burst`: `None` when the rate is 0 (no limit).
@@ -913,6 +948,10 @@ impl Validator<'_> {
             return Err(self.err(i.max_hosts.span(), "intercept.max_hosts", "must be at least 1"));
         }
         let ca_dir = self.base.join(i.ca_dir.get_ref());
+        // A missing folder is created on first use; something else in its place never works.
+        if ca_dir.exists() && !ca_dir.is_dir() {
+            return Err(self.err(i.ca_dir.span(), "intercept.ca_dir", format!("{} exists and is not a folder", ca_dir.display())));
+        }
         Ok(InterceptConfig { enabled: i.enabled, ca_dir, never, always, max_hosts: *i.max_hosts.get_ref() })
     }
 }
@@ -1085,6 +1124,47 @@ mod tests {
     rejected!(empty_allow, "[[listener]]\naddress = \"127.0.0.1:8080\"\nallow = []\n", "test.toml:3:", "listener.allow", "admits no client");
     rejected!(two_listeners_one_address, "[[listener]]\naddress = \"127.0.0.1:8080\"\n[[listener]]\naddress = \"127.0.0.1:8080\"\n", "test.toml:4:", "listener.address", "collides");
     rejected!(wildcard_and_loopback_one_port, "[[listener]]\naddress = \"127.0.0.1:8080\"\n[[listener]]\naddress = \"[::]:8080\"\nallow = [\"::1\"]\n", "test.toml:4:", "collides");
+
+    const L: &str = "[[listener]]\naddress = \"127.0.0.1:1\"\n";
+
+    /// Every bounded key refused at both ends of its range (and past its type), at its line.
+    #[test]
+    fn every_bounded_key_is_checked_at_its_limits() {
+        let cases: &[(&str, &str, &str)] = &[
+            ("upstream", "connect_timeout_ms", "0"),
+            ("upstream", "connect_timeout_ms", "86400001"),
+            ("upstream", "response_timeout_ms", "0"),
+            ("upstream", "response_timeout_ms", "18446744073709551615"),
+            ("upstream", "body_idle_timeout_ms", "0"),
+            ("upstream", "pool_idle_timeout_ms", "86400001"),
+            ("upstream", "connect_ports", "[443, 0]"),
+            ("limits", "max_connections", "0"),
+            ("limits", "max_connections", "18446744073709551615"),
+            ("limits", "max_connections", "1000001"),
+            ("limits", "header_read_timeout_ms", "0"),
+            ("limits", "header_read_timeout_ms", "86400001"),
+            ("limits", "max_header_bytes", "8191"),
+            ("limits", "max_header_bytes", "4294967296"),
+            ("limits", "max_rewrite_bytes", "0"),
+            ("limits", "max_rewrite_bytes", "1073741825"),
+            ("limits", "drain_timeout_ms", "86400001"),
+            ("limits", "connection_wait_ms", "18446744073709551615"),
+            ("limits", "max_headers", "0"),
+            ("limits", "client_rate", "1000001"),
+            ("cache", "max_entry_bytes", "0"),
+            ("cache", "max_entry_bytes", "4294967296"),
+            ("intercept", "max_hosts", "0"),
+        ];
+        for (table, key, value) in cases {
+            let err = error_of(&format!("[{table}]\n{key} = {value}\n{L}"));
+            assert!(err.starts_with("test.toml:2:") && err.contains(&format!("`{table}.{key}`")), "{table}.{key} = {value}: {err}");
+        }
+        let ok = parse(&format!("[upstream]\npool_idle_timeout_ms = 0\n[limits]\ndrain_timeout_ms = 0\nconnection_wait_ms = 0\nmax_connections = 1000000\n{L}"));
+        assert!(ok.is_ok(), "0 has a meaning for these: {:?}", ok.err());
+    }
+
+    rejected!(filters_dir_missing, &format!("[filters]\ndir = \"nope\"\n{L}"), "test.toml:2:", "filters.dir", "nope is not a folder");
+    rejected!(ca_dir_a_file, &format!("[intercept]\nca_dir = \"Cargo.toml\"\n{L}"), "test.toml:2:", "intercept.ca_dir", "not a folder");
 
     #[test]
     fn the_open_proxy_rule_judges_public_coverage() {

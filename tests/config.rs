@@ -72,3 +72,23 @@ fn a_file_without_a_listener_serves_on_the_documented_address_or_listen() {
     assert_eq!(served.addrs.len(), 1);
     assert!(served.addrs[0].ip().is_loopback() && served.addrs[0].port() != 0, "{:?}", served.addrs);
 }
+
+/// Values `check-config` passed while `serve` could not run with them (a panic with exit 101,
+/// every request timing out, a second bind failing, a rule folder silently ignored): both now
+/// refuse them, naming file, line and key.
+#[test]
+fn values_the_server_cannot_run_with_are_refused_by_both_commands() {
+    let l = "[[listener]]\naddress = \"127.0.0.1:0\"\n";
+    let cases = [
+        (format!("[limits]\nmax_connections = 18446744073709551615\n{l}"), "proxy.toml:2:", "limits.max_connections"),
+        (format!("[limits]\nheader_read_timeout_ms = 0\n{l}"), "proxy.toml:2:", "limits.header_read_timeout_ms"),
+        (format!("[upstream]\nconnect_timeout_ms = 0\n{l}"), "proxy.toml:2:", "upstream.connect_timeout_ms"),
+        (format!("[upstream]\nresponse_timeout_ms = 0\n{l}"), "proxy.toml:2:", "upstream.response_timeout_ms"),
+        (format!("[upstream]\nbody_idle_timeout_ms = 0\n{l}"), "proxy.toml:2:", "upstream.body_idle_timeout_ms"),
+        ("[[listener]]\naddress = \"127.0.0.1:18080\"\n[[listener]]\naddress = \"127.0.0.1:18080\"\n".to_string(), "proxy.toml:4:", "listener.address"),
+        (format!("[filters]\ndir = \"nope\"\n{l}"), "proxy.toml:2:", "filters.dir"),
+    ];
+    for (text, line, key) in &cases {
+        assert_refused(text, &[], &[line, key]);
+    }
+}
