@@ -11,6 +11,17 @@ use http::uri::{Authority, Uri};
 
 use super::error::ProxyError;
 
+/// A request target pith cannot fetch: answered 400 Bad Request with this reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct BadTarget(pub String);
+
+impl From<BadTarget> for ProxyError {
+    fn from(e: BadTarget) -> ProxyError {
+        ProxyError::BadRequest { reason: e.0 }
+    }
+}
+
 /// `uri` without userinfo; `None` when it has none (the common case costs no copy).
 pub fn without_userinfo(uri: &Uri) -> Option<Uri> {
     let authority = uri.authority()?;
@@ -24,26 +35,26 @@ pub fn without_userinfo(uri: &Uri) -> Option<Uri> {
 
 /// The absolute target of a request from outside a tunnel; `None` for an origin-form request,
 /// which was sent to pith itself (a browser visiting the proxy's address).
-pub fn absolute(uri: &Uri) -> Result<Option<Uri>, ProxyError> {
+pub fn absolute(uri: &Uri) -> Result<Option<Uri>, BadTarget> {
     if uri.authority().is_none() {
         return Ok(None);
     }
     if uri.authority().is_some_and(|a| a.as_str().contains('@')) || uri.host().is_none_or(str::is_empty) {
-        return Err(ProxyError::BadRequest { reason: "the request target has no host".into() });
+        return Err(BadTarget("the request target has no host".into()));
     }
     match uri.scheme_str() {
         Some("http") | Some("https") => Ok(Some(uri.clone())),
-        Some(other) => Err(ProxyError::BadRequest { reason: format!("pith forwards http and https URLs, not {other}:") }),
-        None => Err(ProxyError::BadRequest { reason: format!("{uri} is not an absolute URL") }),
+        Some(other) => Err(BadTarget(format!("pith forwards http and https URLs, not {other}:"))),
+        None => Err(BadTarget(format!("{uri} is not an absolute URL"))),
     }
 }
 
 /// The absolute `https://` URL of a request inside a decrypted tunnel to `origin`. The
 /// tunnel's target wins over any authority the request names: the client's certificate check
 /// was for that host alone.
-pub fn in_tunnel(origin: &Authority, uri: &Uri) -> Result<Uri, ProxyError> {
+pub fn in_tunnel(origin: &Authority, uri: &Uri) -> Result<Uri, BadTarget> {
     let path = uri.path_and_query().map_or("/", |p| p.as_str());
-    format!("https://{origin}{path}").parse().map_err(|_| ProxyError::BadRequest { reason: format!("invalid request target {path}") })
+    format!("https://{origin}{path}").parse().map_err(|_| BadTarget(format!("invalid request target {path}")))
 }
 
 #[cfg(test)]
