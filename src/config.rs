@@ -245,6 +245,14 @@ impl Default for RawLimits {
     }
 }
 
+/// True when listeners on `a` and `b` cannot both bind. A wildcard address takes its port on
+/// every address of its family, and `[::]` on IPv4 too (sockets are dual-stack by default);
+/// port 0 picks a free port each time and never collides.
+pub fn collides(a: SocketAddr, b: SocketAddr) -> bool {
+    let covers = |w: SocketAddr, o: SocketAddr| w.ip().is_unspecified() && (w.is_ipv6() || o.is_ipv4());
+    a.port() != 0 && a.port() == b.port() && (a.ip() == b.ip() || covers(a, b) || covers(b, a))
+}
+
 /// Most public IPv4 addresses a listener without `auth`, reachable from other machines, may
 /// admit: a /16, more than any one site or office holds. Past it pith would serve strangers.
 pub const MAX_OPEN_V4: u64 = 1 << 16;
@@ -808,15 +816,12 @@ impl Validator<'_> {
         ))
     }
 
-    /// Refuses two listeners on one address: the second could never bind. A wildcard address
-    /// (`0.0.0.0`, `[::]`) takes its port on every address, so it collides with any listener
-    /// on the same port; port 0 picks a free port each time and never collides.
+    /// Refuses two listeners on one address: the second could never bind ([`collides`]).
     fn check_distinct(&self, raw: &[RawListener], listeners: &[ListenerConfig]) -> Result<(), ConfigError> {
         for (i, a) in listeners.iter().enumerate() {
             for b in &listeners[..i] {
                 let (x, y) = (a.address, b.address);
-                let overlaps = x.ip() == y.ip() || x.ip().is_unspecified() || y.ip().is_unspecified();
-                if x.port() != 0 && x.port() == y.port() && overlaps {
+                if collides(x, y) {
                     let span = raw.get(i).map_or(0..0, |l| l.address.span());
                     return Err(self.err(span, "listener.address", format!("{x} collides with the listener on {y}: both cannot bind; give each listener its own port")));
                 }
@@ -1123,6 +1128,14 @@ mod tests {
     rejected!(empty_user, "[[listener]]\naddress = \"127.0.0.1:8080\"\nauth = { user = \"\", password = \"p\" }\n", "test.toml:3:", "listener.auth.user");
     rejected!(empty_allow, "[[listener]]\naddress = \"127.0.0.1:8080\"\nallow = []\n", "test.toml:3:", "listener.allow", "admits no client");
     rejected!(two_listeners_one_address, "[[listener]]\naddress = \"127.0.0.1:8080\"\n[[listener]]\naddress = \"127.0.0.1:8080\"\n", "test.toml:4:", "listener.address", "collides");
+    #[test]
+    fn listeners_collide_on_one_address_or_under_a_wildcard() {
+        let c = |a: &str, b: &str| collides(a.parse().unwrap(), b.parse().unwrap());
+        assert!(c("127.0.0.1:80", "127.0.0.1:80") && c("0.0.0.0:80", "10.0.0.1:80") && c("[::]:80", "127.0.0.1:80") && c("[::]:80", "0.0.0.0:80"));
+        assert!(!c("0.0.0.0:80", "[::1]:80"), "an IPv4 wildcard leaves IPv6 free");
+        assert!(!c("127.0.0.1:80", "[::1]:80") && !c("127.0.0.1:80", "127.0.0.1:81") && !c("127.0.0.1:0", "127.0.0.1:0"));
+    }
+
     rejected!(wildcard_and_loopback_one_port, "[[listener]]\naddress = \"127.0.0.1:8080\"\n[[listener]]\naddress = \"[::]:8080\"\nallow = [\"::1\"]\n", "test.toml:4:", "collides");
 
     const L: &str = "[[listener]]\naddress = \"127.0.0.1:1\"\n";

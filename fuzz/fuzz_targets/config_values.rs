@@ -171,7 +171,8 @@ fn assert_runnable(config: &Config, listen: Option<SocketAddr>, text: &str) {
         assert!(!open || l.auth.is_some() || l.address.ip().is_loopback(), "listener {} is an open proxy ({covered:?}):\n{text}", l.address);
         for m in &config.listeners[..i] {
             let (a, b) = (l.address, m.address);
-            let overlap = a.ip() == b.ip() || a.ip().is_unspecified() || b.ip().is_unspecified();
+            let wildcard = |w: SocketAddr, o: SocketAddr| w.ip().is_unspecified() && (w.is_ipv6() || o.is_ipv4());
+            let overlap = a.ip() == b.ip() || wildcard(a, b) || wildcard(b, a);
             assert!(a.port() == 0 || a.port() != b.port() || !overlap, "{a} and {b} cannot both bind:\n{text}");
         }
     }
