@@ -15,14 +15,30 @@ pub fn run(args: &[&str]) -> Output {
 }
 
 /// `pith check-config FILE` and `pith serve --config FILE EXTRA...`, both expected to refuse
-/// the file: returns their exit codes and standard error.
+/// the file: returns their exit codes and standard error. A `serve` that starts instead is
+/// killed after [`GUARD`] and reported as exit code `None`, so the test fails, not hangs.
 pub fn refused(config: &Path, extra: &[&str]) -> [(Option<i32>, String); 2] {
     let file = config.to_str().expect("a UTF-8 path");
     let check = run(&["check-config", file]);
-    let mut serve_args = vec!["serve", "--config", file];
-    serve_args.extend_from_slice(extra);
-    let serve = run(&serve_args);
-    [check, serve].map(|o| (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned()))
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_pith"))
+        .args(["serve", "--config", file])
+        .args(extra)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run the pith binary");
+    let deadline = std::time::Instant::now() + GUARD;
+    // A child process has no awaitable exit here; polling it is the only way to bound the wait.
+    while serve.try_wait().expect("the child's status").is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = serve.kill();
+    let served = serve.wait_with_output().expect("the child's output");
+    [
+        (check.status.code(), String::from_utf8_lossy(&check.stderr).into_owned()),
+        (served.status.code(), String::from_utf8_lossy(&served.stderr).into_owned()),
+    ]
 }
 
 /// A running `pith serve`; killed when dropped.
