@@ -53,7 +53,12 @@ pub fn absolute(uri: &Uri) -> Result<Option<Uri>, BadTarget> {
 /// tunnel's target wins over any authority the request names: the client's certificate check
 /// was for that host alone.
 pub fn in_tunnel(origin: &Authority, uri: &Uri) -> Result<Uri, BadTarget> {
-    let path = uri.path_and_query().map_or("/", |p| p.as_str());
+    let path = match uri.path_and_query() {
+        None => "/",
+        Some(p) if p.as_str().starts_with('/') => p.as_str(),
+        // `OPTIONS *` (asterisk-form) appended to the authority would change it: `host:443*`.
+        Some(p) => return Err(BadTarget(format!("{p} is not a path; a request inside a tunnel names a path on its host"))),
+    };
     format!("https://{origin}{path}").parse().map_err(|_| BadTarget(format!("invalid request target {path}")))
 }
 
@@ -94,5 +99,6 @@ mod tests {
         let origin: Authority = "example.com:8443".parse().unwrap();
         let uri = in_tunnel(&origin, &"https://other.example/p?q".parse().unwrap()).unwrap();
         assert_eq!(uri.to_string(), "https://example.com:8443/p?q");
+        assert!(in_tunnel(&origin, &"*".parse().unwrap()).is_err(), "asterisk-form would extend the authority");
     }
 }
