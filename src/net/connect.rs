@@ -8,7 +8,7 @@
 //! not on the `never` list) is answered `200` at once, and pith looks at what the client sends
 //! first:
 //! - a TLS handshake record (first byte `0x16`): pith reads the whole ClientHello and judges
-//!   its SNI name against the CONNECT host ([`judge_sni`]): a name on the `never` list gets a
+//!   its SNI name against the CONNECT host (`judge_sni`): a name on the `never` list gets a
 //!   blind tunnel, any other name than the CONNECT host's is refused, since pith connects to
 //!   the CONNECT host and issues certificates for it alone. Then it takes the CONNECT host's
 //!   certificate from the leaf cache, completes the handshake offering HTTP/2 and HTTP/1.1, and serves the decrypted requests with the same
