@@ -190,7 +190,7 @@ pub struct RawUpstream {
     pub send_via: bool,
     /// Destination networks never connected to (CIDRs or addresses).
     pub deny: Spanned<Vec<String>>,
-    /// Also refuse private, loopback, link-local, unique-local and CGNAT destinations.
+    /// Also refuse every destination that is not a public unicast address.
     pub deny_private: bool,
 }
 
@@ -466,7 +466,7 @@ pub struct UpstreamConfig {
     pub send_via: bool,
     /// Destination networks refused, checked on every resolved address of a target.
     pub deny: Vec<IpNet>,
-    /// Refuse private, loopback, link-local, unique-local and CGNAT destinations too.
+    /// Refuse every destination that is not a public unicast address too ([`crate::addr`]).
     pub deny_private: bool,
 }
 
