@@ -8,7 +8,8 @@
 #                  -s none`), with a 120 s per-input timeout instead of 30 s; see below
 #   --secs N       seconds per target (default 180)
 #   --keep-corpus  grow fuzz/corpus/TARGET (kept between runs) instead of a temporary corpus
-#   TARGET...      some of: stage1 tree decode config pipeline (default: all, one after another)
+#   TARGET...      some of: stage1 tree decode config pipeline head config_values (default: all,
+#                  one after another)
 #
 # cargo-fuzz is installed if missing. The targets need nightly-only compiler flags; on a stable
 # toolchain RUSTC_BOOTSTRAP=1 allows them, and only for this build (fuzz/ has its own target
@@ -29,7 +30,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ALL_TARGETS=(stage1 tree decode config pipeline)
+ALL_TARGETS=(stage1 tree decode config pipeline head config_values)
 secs=180
 keep=false
 dev=false
@@ -44,7 +45,7 @@ while [[ $# -gt 0 ]]; do
             shift
             ;;
         --keep-corpus) keep=true ;;
-        -h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "unknown option $1 (see --help)" >&2; exit 64 ;;
         *)
             [[ " ${ALL_TARGETS[*]} " == *" $1 "* ]] || { echo "unknown target $1; known: ${ALL_TARGETS[*]}" >&2; exit 64; }

@@ -5,6 +5,8 @@
 //! files and checks limits. Every error, from either stage, names the file, the line and the
 //! key, because an operator editing a config on a gateway has nothing else to go on.
 //!
+//! The checks of `[[listener]]` tables, the open-proxy rule among them, are in `config/listener.rs`.
+//!
 //! The binary embeds the documented default (`proxy.toml` at the top of the repository) and
 //! parses it through the same path; a test asserts it validates.
 
@@ -28,6 +30,10 @@ use crate::html::rules::{RuleError, RuleSet};
 use crate::extract::algorithm::Algorithm;
 use crate::pipeline::{Output, Profile, Reader, Stage2};
 use crate::tls::HostList;
+
+mod listener;
+
+pub use listener::{collides, MAX_OPEN_V4, MAX_OPEN_V6_SUBNETS};
 
 /// The documented default configuration, built into the binary.
 pub const DEFAULT_TOML: &str = include_str!("../proxy.toml");
@@ -142,6 +148,16 @@ pub struct RawListener {
     pub auth: Option<Spanned<RawAuth>>,
 }
 
+impl Default for RawListener {
+    /// The listener of a file that has none: the one README and proxy.toml document.
+    fn default() -> Self {
+        RawListener { address: Spanned::new(0..0, DEFAULT_LISTEN.to_string()), profile: None, allow: None, auth: None }
+    }
+}
+
+/// The address of the listener a file without `[[listener]]` gets.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+
 /// `auth = { user, password }`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -157,37 +173,37 @@ pub struct RawAuth {
 #[serde(deny_unknown_fields, default)]
 pub struct RawUpstream {
     /// TCP+TLS connect budget.
-    pub connect_timeout_ms: u64,
+    pub connect_timeout_ms: Spanned<u64>,
     /// Request sent → response head budget.
-    pub response_timeout_ms: u64,
+    pub response_timeout_ms: Spanned<u64>,
     /// Longest silence while reading a body.
-    pub body_idle_timeout_ms: u64,
+    pub body_idle_timeout_ms: Spanned<u64>,
     /// Idle pooled connections live this long.
-    pub pool_idle_timeout_ms: u64,
+    pub pool_idle_timeout_ms: Spanned<u64>,
     /// Idle pooled connections per origin.
     pub pool_max_idle_per_host: usize,
     /// Extra PEM root files.
     pub extra_root_certificates: Vec<Spanned<String>>,
     /// Ports CONNECT may reach; empty = all.
-    pub connect_ports: Vec<u16>,
+    pub connect_ports: Spanned<Vec<u16>>,
     /// Send a `Via` header to origins.
     pub send_via: bool,
     /// Destination networks never connected to (CIDRs or addresses).
     pub deny: Spanned<Vec<String>>,
-    /// Also refuse private, loopback, link-local, unique-local and CGNAT destinations.
+    /// Also refuse every destination that is not a public unicast address.
     pub deny_private: bool,
 }
 
 impl Default for RawUpstream {
     fn default() -> Self {
         RawUpstream {
-            connect_timeout_ms: 10_000,
-            response_timeout_ms: 30_000,
-            body_idle_timeout_ms: 60_000,
-            pool_idle_timeout_ms: 90_000,
+            connect_timeout_ms: Spanned::new(0..0, 10_000),
+            response_timeout_ms: Spanned::new(0..0, 30_000),
+            body_idle_timeout_ms: Spanned::new(0..0, 60_000),
+            pool_idle_timeout_ms: Spanned::new(0..0, 90_000),
             pool_max_idle_per_host: 32,
             extra_root_certificates: Vec::new(),
-            connect_ports: vec![443],
+            connect_ports: Spanned::new(0..0, vec![443]),
             send_via: true,
             deny: Spanned::new(0..0, Vec::new()),
             deny_private: false,
@@ -202,7 +218,7 @@ pub struct RawLimits {
     /// Simultaneous client connections.
     pub max_connections: Spanned<usize>,
     /// Budget for a complete request head; idle keep-alive wait.
-    pub header_read_timeout_ms: u64,
+    pub header_read_timeout_ms: Spanned<u64>,
     /// Largest request head.
     pub max_header_bytes: Spanned<usize>,
     /// Largest decoded page that is rewritten.
@@ -214,23 +230,23 @@ pub struct RawLimits {
     /// Requests a client may send at once before `client_rate` applies; 0 = `client_rate`.
     pub client_burst: Spanned<u32>,
     /// Time given to open connections and tunnels to finish at shutdown.
-    pub drain_timeout_ms: u64,
+    pub drain_timeout_ms: Spanned<u64>,
     /// How long a connection past `max_connections` waits for a slot before it gets 503.
-    pub connection_wait_ms: u64,
+    pub connection_wait_ms: Spanned<u64>,
 }
 
 impl Default for RawLimits {
     fn default() -> Self {
         RawLimits {
             max_connections: Spanned::new(0..0, 1024),
-            header_read_timeout_ms: 15_000,
+            header_read_timeout_ms: Spanned::new(0..0, 15_000),
             max_header_bytes: Spanned::new(0..0, 65_536),
             max_rewrite_bytes: Spanned::new(0..0, 16 << 20),
             max_headers: Spanned::new(0..0, DEFAULT_MAX_HEADERS),
             client_rate: Spanned::new(0..0, 0),
             client_burst: Spanned::new(0..0, 0),
-            drain_timeout_ms: 10_000,
-            connection_wait_ms: 2_000,
+            drain_timeout_ms: Spanned::new(0..0, 10_000),
+            connection_wait_ms: Spanned::new(0..0, 2_000),
         }
     }
 }
@@ -241,6 +257,21 @@ pub const DEFAULT_MAX_HEADERS: usize = 100;
 
 /// The largest `limits.max_headers`: the parser reserves room for this many per request.
 const MAX_MAX_HEADERS: usize = 10_000;
+
+/// The largest `limits.max_connections`: past it the slot semaphore would overflow (and no
+/// system gives one process this many descriptors).
+const MAX_MAX_CONNECTIONS: usize = 1_000_000;
+
+/// The largest `limits.max_header_bytes`: each connection may buffer this much, and HTTP/2
+/// takes it as a 32-bit size.
+const MAX_MAX_HEADER_BYTES: usize = 1 << 20;
+
+/// The largest `limits.max_rewrite_bytes`: a page is held whole in memory while rewritten.
+const MAX_MAX_REWRITE_BYTES: u64 = 1 << 30;
+
+/// The longest time a `*_ms` key may give: one day. Longer is a mistake (a missing unit), and
+/// a deadline computed from an unbounded value could overflow.
+const MAX_MILLIS: u64 = 86_400_000;
 
 /// `[cache]`.
 #[derive(Debug, Deserialize)]
@@ -435,7 +466,7 @@ pub struct UpstreamConfig {
     pub send_via: bool,
     /// Destination networks refused, checked on every resolved address of a target.
     pub deny: Vec<IpNet>,
-    /// Refuse private, loopback, link-local, unique-local and CGNAT destinations too.
+    /// Refuse every destination that is not a public unicast address too ([`crate::addr`]).
     pub deny_private: bool,
 }
 
@@ -477,19 +508,32 @@ impl Config {
 
     /// Reads and validates a config file. Relative paths inside it resolve against its folder.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        Config::load_listening(path, None)
+    }
+
+    /// [`Config::load`] with `listen` (the `--listen` option) replacing the first listener's
+    /// address. The override is applied before validation, so every check, the open-proxy
+    /// one included, sees the address that will be bound.
+    pub fn load_listening(path: &Path, listen: Option<SocketAddr>) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path)
             .map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
-        Config::from_toml_str(&text, &path.display().to_string(), path.parent())
+        Config::from_toml_str_listening(&text, &path.display().to_string(), path.parent(), listen)
     }
 
     /// Parses and validates config text; `origin` names it in errors, `base` resolves
     /// relative paths (the working directory when `None`).
     pub fn from_toml_str(text: &str, origin: &str, base: Option<&Path>) -> Result<Config, ConfigError> {
+        Config::from_toml_str_listening(text, origin, base, None)
+    }
+
+    /// [`Config::from_toml_str`] with `listen` replacing the first listener's address, as
+    /// [`Config::load_listening`].
+    pub fn from_toml_str_listening(text: &str, origin: &str, base: Option<&Path>, listen: Option<SocketAddr>) -> Result<Config, ConfigError> {
         let raw: RawConfig = toml::from_str(text).map_err(|e| {
             let span = e.span().unwrap_or(0..0);
             invalid(text, origin, span, None, e.message().to_string())
         })?;
-        Validator { text, origin, base: base.unwrap_or(Path::new("")) }.config(raw)
+        Validator { text, origin, base: base.unwrap_or(Path::new("")), listen }.config(raw)
     }
 }
 
@@ -498,6 +542,8 @@ struct Validator<'a> {
     text: &'a str,
     origin: &'a str,
     base: &'a Path,
+    /// `--listen`: replaces the first listener's address.
+    listen: Option<SocketAddr>,
 }
 
 impl Validator<'_> {
@@ -508,13 +554,14 @@ impl Validator<'_> {
     fn config(&self, raw: RawConfig) -> Result<Config, ConfigError> {
         let log_level = self.log_level(&raw.log.level)?;
         let profiles = self.profiles(&raw.filters, &raw.profiles)?;
+        // Every key is optional: a file without [[listener]] gets the documented one.
+        let default_listener = [RawListener::default()];
+        let raw_listeners = if raw.listener.is_empty() { &default_listener[..] } else { &raw.listener[..] };
         let mut listeners = Vec::new();
-        for l in &raw.listener {
-            listeners.push(self.listener(l, &profiles)?);
+        for (i, l) in raw_listeners.iter().enumerate() {
+            listeners.push(self.listener(l, &profiles, if i == 0 { self.listen } else { None })?);
         }
-        if listeners.is_empty() {
-            return Err(self.err(0..0, "listener", "at least one [[listener]] is required"));
-        }
+        self.check_distinct(raw_listeners, &listeners)?;
         Ok(Config {
             log_level,
             listeners,
@@ -632,6 +679,10 @@ impl Validator<'_> {
     /// else the built-in files.
     fn sites(&self, filters: &RawFilters) -> Result<SiteRules, ConfigError> {
         let dir = filters.dir.get_ref();
+        if !dir.is_empty() && !self.base.join(dir).is_dir() {
+            let full = self.base.join(dir);
+            return Err(self.err(filters.dir.span(), "filters.dir", format!("{} is not a folder (leave the key out for the built-in rules)", full.display())));
+        }
         let folder = self.base.join(dir).join("sites");
         if dir.is_empty() || !folder.is_dir() {
             return Ok(SiteRules::builtin());
@@ -686,42 +737,6 @@ impl Validator<'_> {
         RuleSet::parse(&self.base.join(dir).join(format!("{file}.rules"))).map_err(wrap)
     }
 
-    fn listener(&self, l: &RawListener, profiles: &BTreeMap<String, Arc<Profile>>) -> Result<ListenerConfig, ConfigError> {
-        let address: SocketAddr = l.address.get_ref().parse().map_err(|_| {
-            self.err(l.address.span(), "listener.address", format!("{:?} is not an IP:port address (e.g. \"127.0.0.1:8080\" or \"[::1]:8080\")", l.address.get_ref()))
-        })?;
-        let profile = match &l.profile {
-            None => profiles.get("declutter").or_else(|| profiles.get("pass")).cloned().expect("`pass` is always defined"),
-            Some(p) => profiles.get(p.get_ref()).cloned().ok_or_else(|| {
-                let known: Vec<&str> = profiles.keys().map(String::as_str).collect();
-                self.err(p.span(), "listener.profile", format!("unknown profile {:?}; defined: {}", p.get_ref(), known.join(", ")))
-            })?,
-        };
-        let allow = match &l.allow {
-            None => vec!["127.0.0.0/8".parse().expect("literal"), "::1/128".parse().expect("literal")],
-            Some(list) => self.networks(list, "listener.allow")?,
-        };
-        let auth = l.auth.as_ref().map(|a| Credentials { user: a.get_ref().user.clone(), password: a.get_ref().password.clone() });
-        if let Some(a) = &l.auth {
-            if a.get_ref().user.is_empty() || a.get_ref().user.contains(':') {
-                return Err(self.err(a.span(), "listener.auth.user", "the user name must be non-empty and contain no ':'"));
-            }
-        }
-        self.check_not_open(address, &allow, auth.is_some(), l)?;
-        Ok(ListenerConfig { address, profile, allow, auth })
-    }
-
-    /// Refuses a configuration that would make an open proxy: a listener that accepts every
-    /// address on the internet with no credentials.
-    fn check_not_open(&self, address: SocketAddr, allow: &[IpNet], auth: bool, l: &RawListener) -> Result<(), ConfigError> {
-        let everyone = allow.iter().any(|n| n.prefix_len() == 0);
-        if everyone && !auth && !address.ip().is_loopback() {
-            let span = l.allow.as_ref().map(Spanned::span).unwrap_or(l.address.span());
-            return Err(self.err(span, "listener.allow", "allowing every address without `auth` on a non-loopback listener would make an open proxy; list your networks or set auth"));
-        }
-        Ok(())
-    }
-
     fn networks(&self, list: &Spanned<Vec<String>>, key: &str) -> Result<Vec<IpNet>, ConfigError> {
         list.get_ref()
             .iter()
@@ -747,14 +762,18 @@ impl Validator<'_> {
             }
             extra_roots.extend(certs);
         }
+        if u.connect_ports.get_ref().contains(&0) {
+            return Err(self.err(u.connect_ports.span(), "upstream.connect_ports", "port 0 cannot be connected to; list ports from 1 to 65535 (an empty list allows every port)"));
+        }
         Ok(UpstreamConfig {
-            connect_timeout: Duration::from_millis(u.connect_timeout_ms),
-            response_timeout: Duration::from_millis(u.response_timeout_ms),
-            body_idle_timeout: Duration::from_millis(u.body_idle_timeout_ms),
-            pool_idle_timeout: Duration::from_millis(u.pool_idle_timeout_ms),
+            connect_timeout: self.millis(&u.connect_timeout_ms, "upstream.connect_timeout_ms", 1)?,
+            response_timeout: self.millis(&u.response_timeout_ms, "upstream.response_timeout_ms", 1)?,
+            body_idle_timeout: self.millis(&u.body_idle_timeout_ms, "upstream.body_idle_timeout_ms", 1)?,
+            // 0 keeps no idle connection, like pool_max_idle_per_host = 0.
+            pool_idle_timeout: self.millis(&u.pool_idle_timeout_ms, "upstream.pool_idle_timeout_ms", 0)?,
             pool_max_idle_per_host: u.pool_max_idle_per_host,
             extra_roots,
-            connect_ports: u.connect_ports.clone(),
+            connect_ports: u.connect_ports.get_ref().clone(),
             send_via: u.send_via,
             deny: self.networks(&u.deny, "upstream.deny")?,
             deny_private: u.deny_private,
@@ -762,28 +781,40 @@ impl Validator<'_> {
     }
 
     fn limits(&self, l: &RawLimits) -> Result<Limits, ConfigError> {
-        if *l.max_connections.get_ref() == 0 {
-            return Err(self.err(l.max_connections.span(), "limits.max_connections", "must be at least 1"));
+        if !(1..=MAX_MAX_CONNECTIONS).contains(l.max_connections.get_ref()) {
+            return Err(self.err(l.max_connections.span(), "limits.max_connections", format!("must be between 1 and {MAX_MAX_CONNECTIONS}")));
         }
-        if *l.max_header_bytes.get_ref() < 8192 {
-            return Err(self.err(l.max_header_bytes.span(), "limits.max_header_bytes", "must be at least 8192"));
+        if !(8192..=MAX_MAX_HEADER_BYTES).contains(l.max_header_bytes.get_ref()) {
+            return Err(self.err(l.max_header_bytes.span(), "limits.max_header_bytes", format!("must be between 8192 and {MAX_MAX_HEADER_BYTES}")));
         }
-        if *l.max_rewrite_bytes.get_ref() == 0 {
-            return Err(self.err(l.max_rewrite_bytes.span(), "limits.max_rewrite_bytes", "must be at least 1"));
+        if !(1..=MAX_MAX_REWRITE_BYTES).contains(l.max_rewrite_bytes.get_ref()) {
+            return Err(self.err(l.max_rewrite_bytes.span(), "limits.max_rewrite_bytes", format!("must be between 1 and {MAX_MAX_REWRITE_BYTES} (a page is held whole while it is rewritten)")));
         }
         if !(1..=MAX_MAX_HEADERS).contains(l.max_headers.get_ref()) {
             return Err(self.err(l.max_headers.span(), "limits.max_headers", format!("must be between 1 and {MAX_MAX_HEADERS}")));
         }
         Ok(Limits {
             max_connections: *l.max_connections.get_ref(),
-            header_read_timeout: Duration::from_millis(l.header_read_timeout_ms),
+            header_read_timeout: self.millis(&l.header_read_timeout_ms, "limits.header_read_timeout_ms", 1)?,
             max_header_bytes: *l.max_header_bytes.get_ref(),
             max_rewrite_bytes: *l.max_rewrite_bytes.get_ref(),
             max_headers: *l.max_headers.get_ref(),
             client_rate: self.client_rate(l)?,
-            drain_timeout: Duration::from_millis(l.drain_timeout_ms),
-            connection_wait: Duration::from_millis(l.connection_wait_ms),
+            // 0: connections are closed at once at shutdown; a waiting connection gets 503 at once.
+            drain_timeout: self.millis(&l.drain_timeout_ms, "limits.drain_timeout_ms", 0)?,
+            connection_wait: self.millis(&l.connection_wait_ms, "limits.connection_wait_ms", 0)?,
         })
+    }
+
+    /// A time in milliseconds: at least `min` (1 where 0 would time out everything at once) and at
+    /// most [`MAX_MILLIS`], so that no deadline computed from it can overflow.
+    fn millis(&self, value: &Spanned<u64>, key: &str, min: u64) -> Result<Duration, ConfigError> {
+        let ms = *value.get_ref();
+        if !(min..=MAX_MILLIS).contains(&ms) {
+            let why = if ms < min { "; 0 would time out every wait at once" } else { "" };
+            return Err(self.err(value.span(), key, format!("must be between {min} and {MAX_MILLIS} ms (one day){why}")));
+        }
+        Ok(Duration::from_millis(ms))
     }
 
     /// `limits.client_rate` and `limits.client_burst`: `None` when the rate is 0 (no limit).
@@ -829,6 +860,10 @@ impl Validator<'_> {
             return Err(self.err(i.max_hosts.span(), "intercept.max_hosts", "must be at least 1"));
         }
         let ca_dir = self.base.join(i.ca_dir.get_ref());
+        // A missing folder is created on first use; something else in its place never works.
+        if ca_dir.exists() && !ca_dir.is_dir() {
+            return Err(self.err(i.ca_dir.span(), "intercept.ca_dir", format!("{} exists and is not a folder", ca_dir.display())));
+        }
         Ok(InterceptConfig { enabled: i.enabled, ca_dir, never, always, max_hosts: *i.max_hosts.get_ref() })
     }
 }
@@ -991,8 +1026,94 @@ mod tests {
     rejected!(burst_without_rate, "[limits]\nclient_burst = 10\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "limits.client_burst", "client_rate");
     rejected!(negative_rate, "[limits]\nclient_rate = -1\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "limits.client_rate");
     rejected!(unknown_profile, "[[listener]]\naddress = \"127.0.0.1:1\"\nprofile = \"nope\"\n", "test.toml:3:", "unknown profile");
-    rejected!(open_proxy, "[[listener]]\naddress = \"0.0.0.0:8080\"\nallow = [\"0.0.0.0/0\"]\n", "open proxy");
-    rejected!(no_listener, "[log]\nlevel = \"info\"\n", "at least one [[listener]]");
+    rejected!(open_proxy, "[[listener]]\naddress = \"0.0.0.0:8080\"\nallow = [\"0.0.0.0/0\"]\n", "test.toml:3:", "listener.allow", "open proxy");
+    rejected!(open_proxy_in_halves, "[[listener]]\naddress = \"0.0.0.0:8080\"\nallow = [\"0.0.0.0/1\", \"128.0.0.0/1\"]\n", "test.toml:3:", "open proxy");
+    rejected!(open_proxy_half_the_internet, "[[listener]]\naddress = \"192.168.1.5:8080\"\nallow = [\"0.0.0.0/1\"]\n", "open proxy");
+    rejected!(open_proxy_v6, "[[listener]]\naddress = \"[::]:8080\"\nallow = [\"2000::/3\"]\n", "open proxy");
+    rejected!(open_proxy_many_small_blocks, "[[listener]]\naddress = \"0.0.0.0:8080\"\nallow = [\"1.0.0.0/16\", \"2.0.0.0/16\"]\n", "open proxy", "131072 public IPv4");
+    rejected!(empty_password, "[[listener]]\naddress = \"0.0.0.0:8080\"\nallow = [\"0.0.0.0/0\"]\nauth = { user = \"u\", password = \"\" }\n", "test.toml:4:", "listener.auth.password");
+    rejected!(empty_user, "[[listener]]\naddress = \"127.0.0.1:8080\"\nauth = { user = \"\", password = \"p\" }\n", "test.toml:3:", "listener.auth.user");
+    rejected!(empty_allow, "[[listener]]\naddress = \"127.0.0.1:8080\"\nallow = []\n", "test.toml:3:", "listener.allow", "admits no client");
+    rejected!(two_listeners_one_address, "[[listener]]\naddress = \"127.0.0.1:8080\"\n[[listener]]\naddress = \"127.0.0.1:8080\"\n", "test.toml:4:", "listener.address", "collides");
+    #[test]
+    fn listeners_collide_on_one_address_or_under_a_wildcard() {
+        let c = |a: &str, b: &str| collides(a.parse().unwrap(), b.parse().unwrap());
+        assert!(c("127.0.0.1:80", "127.0.0.1:80") && c("0.0.0.0:80", "10.0.0.1:80") && c("[::]:80", "127.0.0.1:80") && c("[::]:80", "0.0.0.0:80"));
+        assert!(!c("0.0.0.0:80", "[::1]:80"), "an IPv4 wildcard leaves IPv6 free");
+        assert!(!c("127.0.0.1:80", "[::1]:80") && !c("127.0.0.1:80", "127.0.0.1:81") && !c("127.0.0.1:0", "127.0.0.1:0"));
+    }
+
+    rejected!(wildcard_and_loopback_one_port, "[[listener]]\naddress = \"127.0.0.1:8080\"\n[[listener]]\naddress = \"[::]:8080\"\nallow = [\"::1\"]\n", "test.toml:4:", "collides");
+
+    const L: &str = "[[listener]]\naddress = \"127.0.0.1:1\"\n";
+
+    /// Every bounded key refused at both ends of its range (and past its type), at its line.
+    #[test]
+    fn every_bounded_key_is_checked_at_its_limits() {
+        let cases: &[(&str, &str, &str)] = &[
+            ("upstream", "connect_timeout_ms", "0"),
+            ("upstream", "connect_timeout_ms", "86400001"),
+            ("upstream", "response_timeout_ms", "0"),
+            ("upstream", "response_timeout_ms", "18446744073709551615"),
+            ("upstream", "body_idle_timeout_ms", "0"),
+            ("upstream", "pool_idle_timeout_ms", "86400001"),
+            ("upstream", "connect_ports", "[443, 0]"),
+            ("limits", "max_connections", "0"),
+            ("limits", "max_connections", "18446744073709551615"),
+            ("limits", "max_connections", "1000001"),
+            ("limits", "header_read_timeout_ms", "0"),
+            ("limits", "header_read_timeout_ms", "86400001"),
+            ("limits", "max_header_bytes", "8191"),
+            ("limits", "max_header_bytes", "4294967296"),
+            ("limits", "max_rewrite_bytes", "0"),
+            ("limits", "max_rewrite_bytes", "1073741825"),
+            ("limits", "drain_timeout_ms", "86400001"),
+            ("limits", "connection_wait_ms", "18446744073709551615"),
+            ("limits", "max_headers", "0"),
+            ("limits", "client_rate", "1000001"),
+            ("cache", "max_entry_bytes", "0"),
+            ("cache", "max_entry_bytes", "4294967296"),
+            ("intercept", "max_hosts", "0"),
+        ];
+        for (table, key, value) in cases {
+            let err = error_of(&format!("[{table}]\n{key} = {value}\n{L}"));
+            assert!(err.starts_with("test.toml:2:") && err.contains(&format!("`{table}.{key}`")), "{table}.{key} = {value}: {err}");
+        }
+        let ok = parse(&format!("[upstream]\npool_idle_timeout_ms = 0\n[limits]\ndrain_timeout_ms = 0\nconnection_wait_ms = 0\nmax_connections = 1000000\n{L}"));
+        assert!(ok.is_ok(), "0 has a meaning for these: {:?}", ok.err());
+    }
+
+    rejected!(filters_dir_missing, &format!("[filters]\ndir = \"nope\"\n{L}"), "test.toml:2:", "filters.dir", "nope is not a folder");
+    rejected!(ca_dir_a_file, &format!("[intercept]\nca_dir = \"Cargo.toml\"\n{L}"), "test.toml:2:", "intercept.ca_dir", "not a folder");
+
+    #[test]
+    fn the_open_proxy_rule_judges_public_coverage() {
+        let ok = |text: &str| parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        ok("[[listener]]\naddress = \"0.0.0.0:8080\"\nallow = [\"10.0.0.0/8\", \"172.16.0.0/12\", \"192.168.0.0/16\", \"fd00::/8\", \"100.64.0.0/10\"]\n");
+        ok("[[listener]]\naddress = \"0.0.0.0:8080\"\nallow = [\"198.51.0.0/16\", \"2a01:db8:1::/48\"]\n");
+        ok("[[listener]]\naddress = \"127.0.0.1:8080\"\nallow = [\"0.0.0.0/0\", \"::/0\"]\n");
+        ok("[[listener]]\naddress = \"0.0.0.0:8080\"\nallow = [\"0.0.0.0/0\"]\nauth = { user = \"u\", password = \"p\" }\n");
+    }
+
+    #[test]
+    fn listen_overrides_the_first_listener_before_the_checks() {
+        let text = "[[listener]]\naddress = \"127.0.0.1:8080\"\nallow = [\"0.0.0.0/0\", \"::/0\"]\n";
+        assert!(parse(text).is_ok(), "on loopback, allowing everyone is harmless");
+        let err = Config::from_toml_str_listening(text, "test.toml", None, Some("0.0.0.0:3128".parse().unwrap())).expect_err("open once --listen says 0.0.0.0");
+        let shown = err.to_string();
+        assert!(shown.contains("test.toml:3:") && shown.contains("0.0.0.0:3128 (from --listen)") && shown.contains("open proxy"), "{shown}");
+        let c = Config::from_toml_str_listening("[[listener]]\naddress = \"127.0.0.1:8080\"\n", "t", None, Some("0.0.0.0:3128".parse().unwrap())).unwrap();
+        assert_eq!(c.listeners[0].address, "0.0.0.0:3128".parse().unwrap());
+    }
+
+    #[test]
+    fn a_file_without_listeners_gets_the_documented_one() {
+        let c = parse("[log]\nlevel = \"info\"\n").expect("every key is optional");
+        assert_eq!(c.listeners.len(), 1);
+        assert_eq!(c.listeners[0].address, DEFAULT_LISTEN.parse().unwrap());
+        assert_eq!(c.listeners[0].profile.name, "declutter");
+        assert!(parse("").is_ok(), "an empty file is a valid config");
+    }
     rejected!(bad_level, "[log]\nlevel = \"loud\"\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "log.level");
     rejected!(pass_redefined, "[profiles.pass]\nrules = \"declutter\"\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "profiles.pass");
     rejected!(bad_output, "[profiles.x]\nrules = \"declutter\"\noutput = \"pdf\"\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:3:", "profiles.x.output");

@@ -17,6 +17,7 @@
 //!
 //! | module | owns |
 //! |---|---|
+//! | [`addr`] | IP address classes: public or special-purpose (IANA registries), for the deny rules and the open-proxy check |
 //! | [`cache`] | rewritten pages kept in memory (moka, bounded in bytes), fresh by RFC 9111 |
 //! | [`config`] | `proxy.toml`: raw serde mirror → validated [`config::Config`]; errors name file:line and key |
 //! | [`tls`] | HTTPS interception: the local CA, per-host leaf certificates (moka), host policy lists |
@@ -35,6 +36,7 @@
 #![warn(missing_docs)]
 #![deny(rustdoc::broken_intra_doc_links)]
 
+pub mod addr;
 pub mod body;
 pub mod cache;
 pub mod config;

@@ -121,9 +121,15 @@ fn main() -> ExitCode {
 }
 
 fn load_config(path: Option<&Path>) -> Result<Config, pith::config::ConfigError> {
+    load_listening(path, None)
+}
+
+/// The config with `--listen` applied before validation, so that the checks (the open-proxy
+/// one above all) judge the address that will be bound.
+fn load_listening(path: Option<&Path>, listen: Option<std::net::SocketAddr>) -> Result<Config, pith::config::ConfigError> {
     match path {
-        Some(p) => Config::load(p),
-        None => Config::embedded_default(),
+        Some(p) => Config::load_listening(p, listen),
+        None => Config::from_toml_str_listening(pith::config::DEFAULT_TOML, pith::config::DEFAULT_ORIGIN, None, listen),
     }
 }
 
@@ -205,11 +211,10 @@ struct Source {
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let mut config = match load_config(args.config.as_deref()) {
+    let config = match load_listening(args.config.as_deref(), args.listen) {
         Ok(c) => c,
         Err(e) => return Ok(config_failure(&e)),
     };
-    override_listen(&mut config, args.listen);
     let log = init_logging(&config.log_level);
     let source = Source { path: args.config, listen: args.listen, log };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
@@ -224,12 +229,6 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         proxy.run(shutdown_signal()).await;
         anyhow::Ok(ExitCode::SUCCESS)
     })
-}
-
-fn override_listen(config: &mut Config, listen: Option<std::net::SocketAddr>) {
-    if let (Some(addr), Some(first)) = (listen, config.listeners.first_mut()) {
-        first.address = addr;
-    }
 }
 
 /// Reloads the config on every SIGHUP, on a task of its own.
@@ -262,11 +261,10 @@ fn reload(handle: &pith::net::ProxyHandle, source: &Source) {
         return;
     };
     tracing::info!(config = %path.display(), "SIGHUP: reloading the config");
-    let mut config = match Config::load(path) {
+    let config = match Config::load_listening(path, source.listen) {
         Ok(c) => c,
         Err(e) => return tracing::error!("config reload rejected, the running config stays in force: {}", error_chain(&e)),
     };
-    override_listen(&mut config, source.listen);
     let level = config.log_level.clone();
     if let Err(e) = handle.reload(config) {
         return tracing::error!("config reload rejected, the running config stays in force: {}", error_chain(&e));

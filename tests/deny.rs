@@ -54,3 +54,88 @@ async fn a_connect_to_a_private_destination_is_403() {
     }
     assert_eq!(origin.connections(), 0, "no tunnel was opened");
 }
+
+/// Requests for `target` in each way a client can ask pith to connect: an absolute-form GET,
+/// a CONNECT, and a protocol switch (Upgrade).
+fn every_way_to(target: &str) -> [(&'static str, String); 3] {
+    [
+        ("GET", format!("GET http://{target}/ HTTP/1.1\r\nHost: {target}\r\n\r\n")),
+        ("CONNECT", format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n")),
+        (
+            "Upgrade",
+            format!("GET http://{target}/ HTTP/1.1\r\nHost: {target}\r\nConnection: upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"),
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn every_spelling_of_the_gateway_itself_is_refused() {
+    let v6 = Origin::new().route("/", |_| reply(&[("content-type", "text/plain")], "hello")).run_at("[::1]:0").await;
+    let v4 = hello_origin().await;
+    let (p6, p4) = (v6.addr.port(), v4.addr.port());
+    // Without the rule, the unspecified address reaches the service on ::1: what is refused
+    // below is a real way in.
+    let open = Pith::start("profile = \"pass\"").await;
+    let reached = exchange(open.addr, format!("GET http://[::]:{p6}/ HTTP/1.1\r\nHost: [::]:{p6}\r\n\r\n").as_bytes()).await;
+    assert_eq!((reached.status, reached.text().as_str()), (200, "hello"), "[::] connects to the local host");
+    assert_eq!(v6.connections(), 1);
+
+    let pith = Pith::start("profile = \"pass\"\n[upstream]\nconnect_ports = []\ndeny_private = true").await;
+    let targets = [
+        format!("[::]:{p6}"),
+        format!("[0:0:0:0:0:0:0:0]:{p6}"),
+        format!("[::1]:{p6}"),
+        format!("[::0.0.0.0]:{p6}"),
+        format!("0.0.0.0:{p4}"),
+        format!("0:{p4}"),
+        format!("[::ffff:127.0.0.1]:{p4}"),
+        format!("[::ffff:0.0.0.0]:{p4}"),
+        format!("[::127.0.0.1]:{p4}"),
+        format!("[64:ff9b::127.0.0.1]:{p4}"),
+        format!("[2002:7f00:1::1]:{p4}"),
+    ];
+    for target in &targets {
+        for (how, request) in every_way_to(target) {
+            let resp = exchange(pith.addr, request.as_bytes()).await;
+            assert_eq!(resp.status, 403, "{how} {target}: {}", resp.text());
+            assert!(resp.text().contains("upstream.deny_private"), "{how} {target}: the page names the rule: {}", resp.text());
+        }
+    }
+    assert_eq!(v6.connections(), 1, "nothing more reached the service on ::1");
+    assert_eq!(v4.connections(), 0, "nothing reached the service on 127.0.0.1");
+}
+
+#[tokio::test]
+async fn an_intercepted_connect_to_the_unspecified_address_is_refused_inside() {
+    let v6 = Origin::new().route("/", |_| reply(&[("content-type", "text/plain")], "hello")).run_at("[::1]:0").await;
+    let v4 = hello_origin().await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca_dir = dir.path().join("ca").display().to_string();
+    let pith = Pith::start(&format!("[upstream]\nconnect_ports = []\ndeny_private = true\n[intercept]\nenabled = true\nca_dir = {ca_dir:?}")).await;
+    let ca = std::fs::read(dir.path().join("ca/ca.pem")).expect("pith created its CA");
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls::pki_types::pem::PemObject::pem_slice_iter(&ca) {
+        roots.add(cert.expect("a PEM certificate")).expect("a usable root");
+    }
+    let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
+    for (ip, port) in [("::", v6.addr.port()), ("0.0.0.0", v4.addr.port())] {
+        let ip: std::net::IpAddr = ip.parse().unwrap();
+        let target = std::net::SocketAddr::new(ip, port).to_string();
+        let mut raw = pith.raw().await;
+        raw.send(format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n").as_bytes()).await;
+        assert_eq!(raw.read_response(true).await.status, 200, "an intercepted CONNECT is answered at once");
+        let name = rustls::pki_types::ServerName::IpAddress(ip.into());
+        let tls = connector.connect(name, raw.into_inner().into_inner()).await.expect("pith's leaf for the address");
+        let mut tls = tokio::io::BufReader::new(tls);
+        tokio::io::AsyncWriteExt::write_all(&mut tls, format!("GET / HTTP/1.1\r\nHost: {target}\r\n\r\n").as_bytes()).await.unwrap();
+        let resp = crate::common::raw::read_response(&mut tls, false).await;
+        assert_eq!(resp.status, 403, "{target}: {}", resp.text());
+        assert!(resp.text().contains("upstream.deny_private"), "{target}: {}", resp.text());
+    }
+    assert_eq!((v6.connections(), v4.connections()), (0, 0), "never connected to");
+}

@@ -484,3 +484,73 @@ fn serve_creates_the_ca_on_first_use_and_says_once_how_to_trust_it() {
     assert!(!log.contains("PRIVATE KEY"), "{log}");
     assert!(dir.path().join("ca").join("ca-key.pem").exists());
 }
+
+/// A certificate verifier that accepts anything and keeps the leaf it was shown, to see who
+/// answered a handshake whatever name the client asked for.
+#[derive(Debug, Default)]
+struct Recorder {
+    leaf: std::sync::Mutex<Option<CertificateDer<'static>>>,
+}
+
+impl rustls::client::danger::ServerCertVerifier for Recorder {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _name: &ServerName<'_>,
+        _ocsp: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        *self.leaf.lock().unwrap() = Some(end_entity.clone().into_owned());
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(&self, _m: &[u8], _c: &CertificateDer<'_>, _d: &rustls::DigitallySignedStruct) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
+    }
+
+    fn verify_tls13_signature(&self, _m: &[u8], _c: &CertificateDer<'_>, _d: &rustls::DigitallySignedStruct) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        rustls::crypto::ring::default_provider().signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// CONNECT `target`, then a TLS handshake sending `sni`; returns the leaf shown, if the
+/// handshake completed.
+async fn handshake_with_sni(pith: &Pith, target: &str, sni: &str) -> Option<CertificateDer<'static>> {
+    let tcp = connect(pith, target).await;
+    let recorder = Arc::new(Recorder::default());
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(recorder.clone())
+        .with_no_client_auth();
+    let name = ServerName::try_from(sni.to_string()).expect("a server name");
+    let done = tokio::time::timeout(GUARD, tokio_rustls::TlsConnector::from(Arc::new(config)).connect(name, tcp)).await.expect("an outcome in time");
+    let leaf = recorder.leaf.lock().unwrap().clone();
+    done.ok().and(leaf)
+}
+
+#[tokio::test]
+async fn an_sni_other_than_the_connect_host_gets_no_leaf() {
+    let (origin, cert) = Origin::new().route("/", |_| reply(&[("content-type", "text/plain")], "hello")).run_tls().await;
+    let setup = Setup::new();
+    let pith = setup.pith(Some(&setup.trust_file(&cert)), &["bank.example"]).await;
+    let target = format!("localhost:{}", origin.addr.port());
+
+    let leaf = handshake_with_sni(&pith, &target, "localhost").await.expect("the CONNECT host's own name is intercepted");
+    assert_ne!(leaf, cert, "pith's leaf, not the origin's");
+
+    // A name on the never list: tunnelled untouched, so the origin itself answers.
+    let leaf = handshake_with_sni(&pith, &target, "bank.example").await.expect("a blind tunnel to the origin");
+    assert_eq!(leaf, cert, "the origin's own certificate, never a leaf for a `never` host");
+
+    // Any other name: refused, no certificate shown at all.
+    assert_eq!(handshake_with_sni(&pith, &target, "other.example").await, None, "no leaf for a host pith does not connect to");
+    assert_eq!(handshake_with_sni(&pith, &target, "localhost.other.example").await, None);
+    assert_eq!(origin.connections(), 1, "only the blind tunnel reached the origin");
+}

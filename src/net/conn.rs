@@ -20,7 +20,7 @@ use super::bodies::{AccessRecord, Logged, ProxyBody};
 use super::drain::Guard;
 use super::error::ProxyError;
 use super::reload::Live;
-use super::{admit, cached, connect, forward, own, State};
+use super::{admit, cached, connect, forward, own, target, State};
 use crate::config::{Limits, ListenerConfig, DEFAULT_MAX_HEADERS};
 
 /// One listener's accept loop.
@@ -229,8 +229,11 @@ impl Handler {
     }
 
     /// Serves one request; every failure becomes an error page, never a dropped connection.
-    async fn handle(self, req: Request<Incoming>) -> Result<Response<ProxyBody>, Infallible> {
+    async fn handle(self, mut req: Request<Incoming>) -> Result<Response<ProxyBody>, Infallible> {
         let this = self.refreshed();
+        if let Some(uri) = target::without_userinfo(req.uri()) {
+            *req.uri_mut() = uri;
+        }
         if let Err(refused) = this.check_rate() {
             // Counted by the limiter and logged once per run of refusals, not per request.
             return Ok(own::error_page(&refused));
@@ -275,7 +278,7 @@ impl Handler {
                     record.action = "tunnel";
                     return Ok((connect::tunnel(self, req).await?, false));
                 }
-                target(req.uri())?
+                target::absolute(req.uri())?
             }
         };
         let Some(uri) = target else {
@@ -318,19 +321,6 @@ fn listener_of(state: &State, index: usize) -> Arc<ListenerConfig> {
     state.listeners.get(index).or(state.listeners.first()).cloned().expect("a proxy has at least one listener")
 }
 
-/// The absolute target of a request; `None` for an origin-form request, which was sent to
-/// pith itself (a browser visiting the proxy's address).
-fn target(uri: &Uri) -> Result<Option<Uri>, ProxyError> {
-    if uri.authority().is_none() {
-        return Ok(None);
-    }
-    match uri.scheme_str() {
-        Some("http") | Some("https") => Ok(Some(uri.clone())),
-        Some(other) => Err(ProxyError::BadRequest { reason: format!("pith forwards http and https URLs, not {other}:") }),
-        None => Err(ProxyError::BadRequest { reason: format!("{uri} is not an absolute URL") }),
-    }
-}
-
 /// The absolute `https://` URL of a request inside an intercepted tunnel to `origin`, also
 /// written to the access record. The tunnel's target wins over any authority the request
 /// names: the client's certificate check was for that host alone.
@@ -338,10 +328,7 @@ fn inside_tunnel(origin: &http::uri::Authority, req: &Request<Incoming>, record:
     if req.method() == Method::CONNECT {
         return Err(ProxyError::BadRequest { reason: "CONNECT inside an intercepted tunnel".into() });
     }
-    let path = req.uri().path_and_query().map_or("/", |p| p.as_str());
-    let uri: Uri = format!("https://{origin}{path}")
-        .parse()
-        .map_err(|_| ProxyError::BadRequest { reason: format!("invalid request target {path}") })?;
+    let uri = target::in_tunnel(origin, req.uri())?;
     record.url = uri.to_string();
     Ok(uri)
 }

@@ -7,9 +7,11 @@
 //! An intercepted CONNECT ([`should_intercept`]: interception is configured and the host is
 //! not on the `never` list) is answered `200` at once, and pith looks at what the client sends
 //! first:
-//! - a TLS handshake record (first byte `0x16`): pith reads the ClientHello, takes the
-//!   certificate for its SNI name (or the CONNECT host) from the leaf cache, completes the
-//!   handshake offering HTTP/2 and HTTP/1.1, and serves the decrypted requests with the same
+//! - a TLS handshake record (first byte `0x16`): pith reads the whole ClientHello and judges
+//!   its SNI name against the CONNECT host (`judge_sni`): a name on the `never` list gets a
+//!   blind tunnel, any other name than the CONNECT host's is refused, since pith connects to
+//!   the CONNECT host and issues certificates for it alone. Then it takes the CONNECT host's
+//!   certificate from the leaf cache, completes the handshake offering HTTP/2 and HTTP/1.1, and serves the decrypted requests with the same
 //!   [`Handler`] as plain HTTP, their URLs rebuilt as `https://` the CONNECT target. The origin
 //!   is then reached through the pooled, verifying upstream client, so an unreachable or
 //!   untrusted origin is an error page inside the tunnel, where the user sees it.
@@ -147,19 +149,109 @@ async fn intercept(req: Request<Incoming>, handler: Handler, host: String, port:
         Ok(Ok(n)) => n,
         Err(_elapsed) => 0,
     };
-    if read > 0 && first[0] == TLS_HANDSHAKE {
-        let io = Prefixed { prefix: bytes::Bytes::copy_from_slice(&first[..read]), inner: downstream };
-        return terminate(io, handler, &host, &target).await;
-    }
     let client = handler.client_addr();
-    match open(handler.state(), &host, port).await {
-        Ok(upstream) => copy(downstream, upstream, &first[..read], authority.to_string(), client).await,
+    if read > 0 && first[0] == TLS_HANDSHAKE {
+        let budget = handler.state().config.limits.header_read_timeout;
+        let Some(hello) = read_client_hello(&mut downstream, first[..read].to_vec(), budget).await else {
+            return tracing::debug!(%client, %target, "no complete TLS ClientHello");
+        };
+        match judge_sni(&handler.state().config.intercept, &host, hello.sni.as_deref()) {
+            Sni::Terminate => {
+                let io = Prefixed { prefix: hello.bytes.into(), inner: downstream };
+                return terminate(io, handler, &host, &target).await;
+            }
+            Sni::Never(sni) => {
+                tracing::info!(%client, %target, sni, "the ClientHello names a host on intercept.never: tunnelled untouched");
+                return blind(handler.state(), downstream, &host, port, &hello.bytes, &authority, client).await;
+            }
+            Sni::Mismatch(sni) => {
+                return tracing::warn!(%client, %target, sni, "refused a TLS handshake whose SNI names another host than the CONNECT; pith issues certificates for the CONNECT host only");
+            }
+        }
+    }
+    blind(handler.state(), downstream, &host, port, &first[..read], &authority, client).await;
+}
+
+/// Opens the tunnel's target and copies both ways, `first` (bytes already read) sent first.
+async fn blind<D>(state: &State, downstream: D, host: &str, port: u16, first: &[u8], authority: &Authority, client: std::net::SocketAddr)
+where
+    D: AsyncRead + AsyncWrite + Unpin,
+{
+    match open(state, host, port).await {
+        Ok(upstream) => copy(downstream, upstream, first, authority.to_string(), client).await,
         Err(e) => tracing::warn!(%client, target = %authority, reason = %e.reason(), "tunnel for non-TLS bytes failed"),
     }
 }
 
-/// Completes the TLS handshake with a leaf for the client's SNI name, then serves the
-/// decrypted connection.
+/// What an intercepted tunnel does with a ClientHello, by its SNI name.
+#[derive(Debug, PartialEq, Eq)]
+enum Sni<'a> {
+    /// No SNI, or the CONNECT host's own name: decrypt with a leaf for the CONNECT host.
+    Terminate,
+    /// The SNI names a host on `intercept.never`: copy blindly, as for a `never` CONNECT.
+    Never(&'a str),
+    /// The SNI names another host than the CONNECT: refuse the handshake.
+    Mismatch(&'a str),
+}
+
+/// Judges a ClientHello's SNI against the CONNECT host. pith connects to the CONNECT host, so
+/// a leaf for any other name would vouch for a host pith never talks to (and the `never` list
+/// was only checked on the CONNECT host): a different name is refused, and a name on the
+/// `never` list gets the blind tunnel its CONNECT would have got.
+fn judge_sni<'a>(policy: &crate::config::InterceptConfig, connect_host: &str, sni: Option<&'a str>) -> Sni<'a> {
+    let Some(sni) = sni else { return Sni::Terminate };
+    if policy.never.matches(sni) {
+        return Sni::Never(sni);
+    }
+    let bare = |h: &str| h.trim_matches(|c| c == '[' || c == ']').trim_end_matches('.').to_ascii_lowercase();
+    if bare(sni) == bare(connect_host) {
+        Sni::Terminate
+    } else {
+        Sni::Mismatch(sni)
+    }
+}
+
+/// The most ClientHello bytes read before giving up: a hello is a few KiB at most (post-quantum
+/// key shares included); more is not a browser.
+const MAX_CLIENT_HELLO: usize = 64 * 1024;
+
+/// A ClientHello read whole, and its SNI name.
+struct ClientHello {
+    /// Every byte read from the client so far, to be replayed to whoever handles it next.
+    bytes: Vec<u8>,
+    sni: Option<String>,
+}
+
+/// Reads from `io` (after `bytes`, already read) until a whole ClientHello has arrived, within
+/// `budget`. The bytes are kept, so the handshake (or a blind tunnel) can start from them.
+async fn read_client_hello<S: AsyncRead + Unpin>(io: &mut S, mut bytes: Vec<u8>, budget: Duration) -> Option<ClientHello> {
+    let deadline = tokio::time::Instant::now() + budget;
+    let mut acceptor = rustls::server::Acceptor::default();
+    let mut fed = 0;
+    loop {
+        let mut unread = &bytes[fed..];
+        while !unread.is_empty() {
+            acceptor.read_tls(&mut unread).ok()?;
+        }
+        fed = bytes.len();
+        if let Some(accepted) = acceptor.accept().ok()? {
+            let sni = accepted.client_hello().server_name().map(str::to_string);
+            return Some(ClientHello { bytes, sni });
+        }
+        if bytes.len() >= MAX_CLIENT_HELLO {
+            return None;
+        }
+        let mut more = [0u8; 4096];
+        let n = tokio::time::timeout_at(deadline, io.read(&mut more)).await.ok()?.ok()?;
+        if n == 0 {
+            return None;
+        }
+        bytes.extend_from_slice(&more[..n]);
+    }
+}
+
+/// Completes the TLS handshake with a leaf for the CONNECT host (the SNI was judged already),
+/// then serves the decrypted connection.
 async fn terminate<I>(io: I, handler: Handler, host: &str, target: &str)
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -173,8 +265,7 @@ where
         Ok(Err(e)) => return tracing::debug!(%client, %target, error = %e, "not a TLS ClientHello"),
         Err(_) => return tracing::debug!(%client, %target, "no ClientHello in time"),
     };
-    let name = start.client_hello().server_name().map(str::to_string).unwrap_or_else(|| host.to_string());
-    let config = match certs.server_config(&name).await {
+    let config = match certs.server_config(host).await {
         Ok(config) => config,
         Err(e) => return tracing::warn!(%client, %target, error = %e, "cannot issue a certificate"),
     };
@@ -231,6 +322,56 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Prefixed<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn policy(never: &[&str]) -> crate::config::InterceptConfig {
+        let never: Vec<String> = never.iter().map(|h| format!("{h:?}")).collect();
+        let text = format!("[intercept]\nenabled = true\nnever = [{}]\n", never.join(", "));
+        crate::config::Config::from_toml_str(&text, "t", None).expect("a valid config").intercept
+    }
+
+    macro_rules! sni {
+        ($name:ident, never = $never:expr, connect = $host:expr, sni = $sni:expr, $expect:expr) => {
+            #[test]
+            fn $name() {
+                assert_eq!(judge_sni(&policy(&$never), $host, $sni), $expect);
+            }
+        };
+    }
+
+    sni!(no_sni_is_the_connect_host, never = [], connect = "news.example", sni = None, Sni::Terminate);
+    sni!(same_name, never = [], connect = "news.example", sni = Some("news.example"), Sni::Terminate);
+    sni!(same_name_other_case_and_dot, never = [], connect = "News.Example", sni = Some("news.example."), Sni::Terminate);
+    sni!(other_name, never = [], connect = "news.example", sni = Some("bank.example"), Sni::Mismatch("bank.example"));
+    sni!(name_for_an_address, never = [], connect = "192.0.2.1", sni = Some("news.example"), Sni::Mismatch("news.example"));
+    sni!(never_name, never = ["bank.example"], connect = "news.example", sni = Some("www.bank.example"), Sni::Never("www.bank.example"));
+
+    #[tokio::test]
+    async fn a_client_hello_split_over_reads_is_read_whole_and_kept() {
+        let hello = client_hello_bytes("split.example");
+        let (mut near, mut far) = tokio::io::duplex(64 * 1024);
+        let (head, rest) = hello.split_at(10);
+        let rest = rest.to_vec();
+        tokio::spawn(async move {
+            far.write_all(&rest).await.unwrap();
+            std::future::pending::<()>().await;
+        });
+        let read = read_client_hello(&mut near, head.to_vec(), Duration::from_secs(20)).await.expect("a whole hello");
+        assert_eq!((read.sni.as_deref(), read.bytes), (Some("split.example"), hello));
+    }
+
+    /// The first flight of a real rustls client naming `sni`.
+    fn client_hello_bytes(sni: &str) -> Vec<u8> {
+        let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(rustls::RootCertStore::empty())
+            .with_no_client_auth();
+        let name = rustls::pki_types::ServerName::try_from(sni.to_string()).unwrap();
+        let mut conn = rustls::ClientConnection::new(std::sync::Arc::new(config), name).unwrap();
+        let mut out = Vec::new();
+        conn.write_tls(&mut out).unwrap();
+        out
+    }
 
     #[tokio::test]
     async fn prefixed_replays_then_reads_on_and_writes_through() {

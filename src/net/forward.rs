@@ -115,7 +115,7 @@ pub fn has_passed(headers: &HeaderMap, via: &HeaderValue) -> bool {
 
 /// Turns a client's absolute-form request into the request for the origin.
 /// `via` is pith's entry, or `None` when the config says not to send one.
-pub fn prepare(mut req: Request<Incoming>, uri: Uri, via: Option<&HeaderValue>) -> Result<Request<Incoming>, ProxyError> {
+pub fn prepare<B>(mut req: Request<B>, uri: Uri, via: Option<&HeaderValue>) -> Result<Request<B>, ProxyError> {
     let authority = uri.authority().ok_or_else(|| ProxyError::BadRequest { reason: "the request target has no host".into() })?;
     let host = HeaderValue::from_str(authority.as_str())
         .map_err(|_| ProxyError::BadRequest { reason: format!("invalid host {authority}") })?;

@@ -7,7 +7,7 @@
 //! - [`reload`]: the running [`State`], replaced whole when the configuration is reloaded
 //!   through a [`ProxyHandle`].
 //! - [`drain`]: connection slots, tunnels included, and the two phases of shutdown.
-//! - [`admit`]: allow list and proxy authentication; [`rate`]: the per-client request rate.
+//! - [`target`]: the request target, userinfo removed; [`admit`]: allow list and proxy authentication; [`rate`]: the per-client request rate.
 //! - [`forward`]: the pooled upstream client and request preparation.
 //! - [`cached`]: the cache step (lookup, single fill, revalidation), then forward and respond.
 //! - [`respond`]: classify a response, then pass it through or rewrite it.
@@ -28,6 +28,7 @@ pub mod rate;
 pub mod reload;
 pub mod resolve;
 pub mod respond;
+pub mod target;
 
 use std::future::Future;
 use std::net::SocketAddr;

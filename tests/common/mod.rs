@@ -5,6 +5,7 @@
 //! Everything listens on loopback port 0 and stops through a oneshot (or task abort) when its
 //! handle is dropped. Nothing sleeps to synchronise.
 
+pub mod binary;
 pub mod codec;
 pub mod origin;
 pub mod raw;

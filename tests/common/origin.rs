@@ -73,6 +73,11 @@ impl Origin {
         self.start(None).await
     }
 
+    /// Serves plain HTTP on `bind` (e.g. `"[::1]:0"`).
+    pub async fn run_at(self, bind: &str) -> RunningOrigin {
+        self.start_at(bind, None).await
+    }
+
     /// Serves HTTPS on 127.0.0.1, port 0, with a fresh self-signed certificate for
     /// `localhost`; returns the origin and the certificate a client must trust.
     pub async fn run_tls(self) -> (RunningOrigin, CertificateDer<'static>) {
@@ -92,7 +97,11 @@ impl Origin {
     }
 
     async fn start(self, tls: Option<tokio_rustls::TlsAcceptor>) -> RunningOrigin {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind an origin port");
+        self.start_at("127.0.0.1:0", tls).await
+    }
+
+    async fn start_at(self, bind: &str, tls: Option<tokio_rustls::TlsAcceptor>) -> RunningOrigin {
+        let listener = TcpListener::bind(bind).await.expect("bind an origin port");
         let addr = listener.local_addr().expect("origin address");
         let shared = Arc::new(Shared { routes: self.routes, received: Mutex::new(Vec::new()), connections: AtomicUsize::new(0) });
         let (stop, mut stopped) = oneshot::channel::<()>();

@@ -1,0 +1,117 @@
+//! `[[listener]]` validation: the address (and `--listen`), profile, allow list and
+//! credentials of each listener, the open-proxy rule, and listeners that cannot all bind.
+//!
+//! A part of [`Validator`] of its own because these are the checks that decide whether a
+//! gateway is safe to expose: they are kept together, next to the rule they enforce.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use ipnet::IpNet;
+use toml::Spanned;
+
+use super::{ConfigError, Credentials, ListenerConfig, RawAuth, RawListener, Validator};
+use crate::pipeline::Profile;
+
+/// True when listeners on `a` and `b` cannot both bind. A wildcard address takes its port on
+/// every address of its family, and `[::]` on IPv4 too (sockets are dual-stack by default);
+/// port 0 picks a free port each time and never collides.
+pub fn collides(a: SocketAddr, b: SocketAddr) -> bool {
+    let covers = |w: SocketAddr, o: SocketAddr| w.ip().is_unspecified() && (w.is_ipv6() || o.is_ipv4());
+    a.port() != 0 && a.port() == b.port() && (a.ip() == b.ip() || covers(a, b) || covers(b, a))
+}
+
+/// Most public IPv4 addresses a listener without `auth`, reachable from other machines, may
+/// admit: a /16, more than one site or office needs. Past it pith would serve strangers.
+pub const MAX_OPEN_V4: u64 = 1 << 16;
+
+/// Most public IPv6 /64 networks such a listener may admit: a /48, one site's allocation.
+pub const MAX_OPEN_V6_SUBNETS: u64 = 1 << 16;
+
+impl Validator<'_> {
+    /// One `[[listener]]`; `listen` (from `--listen`) replaces its address before any check.
+    pub(super) fn listener(&self, l: &RawListener, profiles: &BTreeMap<String, Arc<Profile>>, listen: Option<SocketAddr>) -> Result<ListenerConfig, ConfigError> {
+        let address: SocketAddr = match listen {
+            Some(address) => address,
+            None => l.address.get_ref().parse().map_err(|_| {
+                self.err(l.address.span(), "listener.address", format!("{:?} is not an IP:port address (e.g. \"127.0.0.1:8080\" or \"[::1]:8080\")", l.address.get_ref()))
+            })?,
+        };
+        let profile = match &l.profile {
+            None => profiles.get("declutter").or_else(|| profiles.get("pass")).cloned().expect("`pass` is always defined"),
+            Some(p) => profiles.get(p.get_ref()).cloned().ok_or_else(|| {
+                let known: Vec<&str> = profiles.keys().map(String::as_str).collect();
+                self.err(p.span(), "listener.profile", format!("unknown profile {:?}; defined: {}", p.get_ref(), known.join(", ")))
+            })?,
+        };
+        let allow = match &l.allow {
+            None => vec!["127.0.0.0/8".parse().expect("literal"), "::1/128".parse().expect("literal")],
+            Some(list) if list.get_ref().is_empty() => {
+                return Err(self.err(list.span(), "listener.allow", "an empty list admits no client; list the client networks (leave the key out for loopback only)"));
+            }
+            Some(list) => self.networks(list, "listener.allow")?,
+        };
+        let auth = match &l.auth {
+            None => None,
+            Some(a) => Some(self.credentials(a)?),
+        };
+        self.check_not_open(address, &allow, auth.is_some(), l, listen.is_some())?;
+        Ok(ListenerConfig { address, profile, allow, auth })
+    }
+
+    /// `listener.auth`: a user name and a password that are not empty. An empty password is
+    /// no protection: anyone who knows the user name (often in a client's settings) is in.
+    fn credentials(&self, a: &Spanned<RawAuth>) -> Result<Credentials, ConfigError> {
+        let RawAuth { user, password } = a.get_ref();
+        if user.is_empty() || user.contains(':') {
+            return Err(self.err(a.span(), "listener.auth.user", "the user name must be non-empty and contain no ':'"));
+        }
+        if password.is_empty() {
+            return Err(self.err(a.span(), "listener.auth.password", "must not be empty: an empty password lets anyone in"));
+        }
+        Ok(Credentials { user: user.clone(), password: password.clone() })
+    }
+
+    /// Refuses a configuration that would make an open proxy: a listener reachable from other
+    /// machines (not on loopback), without credentials, whose allow list admits more public
+    /// address space than one organisation holds ([`MAX_OPEN_V4`], [`MAX_OPEN_V6_SUBNETS`]).
+    /// Judged by what the list covers together, so `0.0.0.0/1` plus `128.0.0.0/1` counts as
+    /// everyone, as `0.0.0.0/0` does; private networks are not counted. `listen` says the
+    /// address came from `--listen`.
+    fn check_not_open(&self, address: SocketAddr, allow: &[IpNet], auth: bool, l: &RawListener, listen: bool) -> Result<(), ConfigError> {
+        if auth || address.ip().is_loopback() {
+            return Ok(());
+        }
+        let covered = crate::addr::public_coverage(allow);
+        if covered.v4_addresses <= MAX_OPEN_V4 && covered.v6_subnets <= MAX_OPEN_V6_SUBNETS {
+            return Ok(());
+        }
+        let span = l.allow.as_ref().map(Spanned::span).unwrap_or(l.address.span());
+        let from = if listen { " (from --listen)" } else { "" };
+        Err(self.err(
+            span,
+            "listener.allow",
+            format!(
+                "the listener on {address}{from} admits {} public IPv4 addresses and {} public IPv6 /64 networks without `auth`: that is an open proxy. \
+                 Without auth, a listener not on loopback may admit at most {MAX_OPEN_V4} public IPv4 addresses (a /16) and {MAX_OPEN_V6_SUBNETS} IPv6 /64s (a /48); \
+                 list your own networks, or set auth",
+                covered.v4_addresses, covered.v6_subnets
+            ),
+        ))
+    }
+
+    /// Refuses two listeners on one address: the second could never bind ([`collides`]).
+    pub(super) fn check_distinct(&self, raw: &[RawListener], listeners: &[ListenerConfig]) -> Result<(), ConfigError> {
+        for (i, a) in listeners.iter().enumerate() {
+            for b in &listeners[..i] {
+                let (x, y) = (a.address, b.address);
+                if collides(x, y) {
+                    let span = raw.get(i).map_or(0..0, |l| l.address.span());
+                    return Err(self.err(span, "listener.address", format!("{x} collides with the listener on {y}: both cannot bind; give each listener its own port")));
+                }
+            }
+        }
+        Ok(())
+    }
+}
