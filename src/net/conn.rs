@@ -17,7 +17,9 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use super::bodies::{AccessRecord, Logged, ProxyBody};
+use super::downstream::{ClientIo, Downstream};
 use super::drain::Guard;
+use super::per_client::ClientSlot;
 use super::error::ProxyError;
 use super::reload::Live;
 use super::{admit, cached, connect, forward, own, State};
@@ -59,14 +61,19 @@ impl Acceptor {
             match accepted {
                 Ok((stream, client)) => {
                     backoff = Duration::from_millis(5);
+                    let cap = self.live.current().config.limits.max_connections_per_client;
+                    let Ok(counted) = self.live.clients.take(client.ip(), cap) else {
+                        tokio::spawn(refuse(stream, place, PER_CLIENT_REFUSAL));
+                        continue;
+                    };
                     match self.live.limit.clone().try_acquire_owned() {
                         Ok(permit) => {
                             drop(place);
-                            spawn_connection(&self.live, self.index, stream, client, permit);
+                            spawn_connection(&self.live, self.index, stream, client, (permit, counted));
                         }
                         Err(_) => {
                             let (live, index) = (self.live.clone(), self.index);
-                            tokio::spawn(wait_for_slot(live, index, stream, client, place));
+                            tokio::spawn(wait_for_slot(live, index, stream, client, counted, place));
                         }
                     }
                 }
@@ -80,34 +87,46 @@ impl Acceptor {
     }
 }
 
-fn spawn_connection(live: &Arc<Live>, index: usize, stream: tokio::net::TcpStream, client: SocketAddr, permit: tokio::sync::OwnedSemaphorePermit) {
-    let guard = live.drain.guard(permit);
-    let handler = Handler::new(live.clone(), index, client, guard.clone());
-    tokio::spawn(serve_connection(stream, handler, guard));
+/// What an accepted connection holds: its `max_connections` permit and its place in its
+/// client's count.
+type Slots = (tokio::sync::OwnedSemaphorePermit, ClientSlot);
+
+fn spawn_connection(live: &Arc<Live>, index: usize, stream: tokio::net::TcpStream, client: SocketAddr, (permit, counted): Slots) {
+    let guard = live.drain.guard(permit, Some(counted));
+    tokio::spawn(serve_connection(live.clone(), index, stream, client, guard));
 }
 
 /// A connection accepted past `max_connections`: served if a slot frees within
 /// `limits.connection_wait`, else answered 503 with Retry-After and closed.
-async fn wait_for_slot(live: Arc<Live>, index: usize, mut stream: tokio::net::TcpStream, client: SocketAddr, place: tokio::sync::OwnedSemaphorePermit) {
+async fn wait_for_slot(live: Arc<Live>, index: usize, stream: tokio::net::TcpStream, client: SocketAddr, counted: ClientSlot, place: tokio::sync::OwnedSemaphorePermit) {
     let wait = live.current().config.limits.connection_wait;
     match tokio::time::timeout(wait, live.limit.clone().acquire_owned()).await {
         Ok(Ok(permit)) => {
             drop(place);
-            spawn_connection(&live, index, stream, client, permit);
+            spawn_connection(&live, index, stream, client, (permit, counted));
         }
         _ => {
-            drop(place);
             tracing::debug!(%client, "refused a connection: {} connections open for {} ms", live.drain.open_connections(), wait.as_millis());
-            const BODY: &str = "pith is serving as many connections as it is allowed to; try again shortly.\n";
-            let head = format!(
-                "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{BODY}",
-                BODY.len()
-            );
-            use tokio::io::AsyncWriteExt;
-            let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(head.as_bytes())).await;
-            let _ = tokio::time::timeout(Duration::from_secs(1), stream.shutdown()).await;
+            drop(counted);
+            refuse(stream, place, "pith is serving as many connections as it is allowed to; try again shortly.\n").await;
         }
     }
+}
+
+/// The page for a connection past `limits.max_connections_per_client`.
+const PER_CLIENT_REFUSAL: &str = "pith is serving as many connections from your address as it allows (limits.max_connections_per_client); close some, or try again shortly.\n";
+
+/// Answers a connection that will not be served 503 with Retry-After, and closes it. It keeps
+/// its waiting `place` until done, so refusals in a flood are bounded like waiting connections.
+async fn refuse(mut stream: tokio::net::TcpStream, place: tokio::sync::OwnedSemaphorePermit, body: &str) {
+    let head = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    use tokio::io::AsyncWriteExt;
+    let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(head.as_bytes())).await;
+    let _ = tokio::time::timeout(Duration::from_secs(1), stream.shutdown()).await;
+    drop(place);
 }
 
 /// A server for one client connection with the HTTP/1.1 settings every client gets:
@@ -128,20 +147,22 @@ fn client_builder(limits: &Limits) -> auto::Builder<TokioExecutor> {
     builder
 }
 
-async fn serve_connection(stream: tokio::net::TcpStream, handler: Handler, guard: Guard) {
+async fn serve_connection(live: Arc<Live>, index: usize, stream: tokio::net::TcpStream, client: SocketAddr, guard: Guard) {
     let _ = stream.set_nodelay(true);
+    let limits = live.current().config.limits.clone();
     // hyper's head timer starts with the first byte, so a client that connects and sends
     // nothing would hold its connection slot forever: it gets the same time to start as to
     // finish its head.
-    let wait = handler.state.config.limits.header_read_timeout;
+    let wait = limits.header_read_timeout;
     if tokio::time::timeout(wait, stream.peek(&mut [0u8; 1])).await.is_err() {
-        tracing::debug!(client = %handler.client, "closed a connection that sent nothing for {} ms", wait.as_millis());
+        tracing::debug!(%client, "closed a connection that sent nothing for {} ms", wait.as_millis());
         return;
     }
-    let builder = client_builder(&handler.state.config.limits).http1_only();
-    let client = handler.client;
+    let (io, downstream) = ClientIo::new(stream, Some(limits.client_write_timeout));
+    let handler = Handler::new(live, index, client, guard.clone(), downstream);
+    let builder = client_builder(&limits).http1_only();
     let service = service_fn(move |req| handler.clone().handle(req));
-    let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+    let conn = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
     match guard.serve(conn).await {
         Some(Err(e)) => tracing::debug!(%client, error = %e, "connection ended with an error"),
         Some(Ok(())) => {}
@@ -150,12 +171,16 @@ async fn serve_connection(stream: tokio::net::TcpStream, handler: Handler, guard
 }
 
 /// Serves a decrypted, intercepted connection with `handler` (made by
-/// [`Handler::intercepting`]): HTTP/1.1 or HTTP/2, whichever the client chose by ALPN, with
-/// upgrades so WebSockets work inside the tunnel too.
-pub(super) async fn serve_intercepted<I>(io: I, handler: Handler)
+/// [`Handler::intercepting`]): HTTP/1.1 or HTTP/2, whichever the client chose by ALPN
+/// (`http2`), with upgrades so WebSockets work inside the tunnel too. Interim responses reach
+/// HTTP/1.1 clients only: hyper's HTTP/2 server has no way to send one.
+pub(super) async fn serve_intercepted<I>(io: I, handler: Handler, http2: bool)
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
+    // The tunnel's raw connection has the write timeout; this layer only carries 1xx.
+    let (io, decrypted) = ClientIo::new(io, None);
+    let handler = Handler { interim: (!http2).then_some(decrypted), ..handler };
     let limits = &handler.state.config.limits;
     let mut builder = client_builder(limits);
     // HTTP/2 has no idle timeout of its own: pings find clients that vanished.
@@ -187,13 +212,18 @@ pub struct Handler {
     intercepted: Option<http::uri::Authority>,
     /// The connection's slot, for tunnels that outlive the exchange.
     guard: Guard,
+    /// The client's raw connection: how long it has been idle, for tunnels.
+    downstream: Downstream,
+    /// Where interim (1xx) responses to this handler's requests go: its HTTP/1.1 stream; `None`
+    /// for HTTP/2.
+    interim: Option<Downstream>,
 }
 
 impl Handler {
-    fn new(live: Arc<Live>, index: usize, client: SocketAddr, guard: Guard) -> Handler {
+    fn new(live: Arc<Live>, index: usize, client: SocketAddr, guard: Guard, downstream: Downstream) -> Handler {
         let state = live.current();
         let listener = listener_of(&state, index);
-        Handler { live, state, index, listener, client, intercepted: None, guard }
+        Handler { live, state, index, listener, client, intercepted: None, guard, interim: Some(downstream.clone()), downstream }
     }
 
     /// This handler with the state in force now, for a request starting now.
@@ -216,6 +246,11 @@ impl Handler {
     /// The slot of this handler's client connection: a tunnel holds a clone while it is open.
     pub(super) fn guard(&self) -> &Guard {
         &self.guard
+    }
+
+    /// The client's raw connection, whose idle time closes an idle tunnel.
+    pub(super) fn downstream(&self) -> &Downstream {
+        &self.downstream
     }
 
     /// A handler for the decrypted requests of a tunnel to `origin`, same client and listener.
@@ -293,7 +328,7 @@ impl Handler {
         }
         if forward::is_upgrade(req.headers()) {
             record.action = "upgrade";
-            return Ok((forward::upgrade(&self.state, req, uri, &host, self.guard.clone()).await?, false));
+            return Ok((forward::upgrade(&self.state, req, uri, &host, (self.guard.clone(), self.downstream.clone())).await?, false));
         }
         let target = cached::Target { host: &host, uri, profile: &self.listener.profile };
         let served = cached::serve(&self.state, target, req).await?;

@@ -24,6 +24,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 
 use super::bodies::{self, ProxyBody};
+use super::downstream::{close_when_idle, Downstream};
 use super::error::ProxyError;
 use super::resolve::{CheckedResolver, DenyRules, ResolveError};
 use super::State;
@@ -230,10 +231,11 @@ pub fn is_upgrade(headers: &HeaderMap) -> bool {
 /// Forwards a protocol-switch request. When the origin answers `101 Switching Protocols`,
 /// the client gets the `101` and both connections are spliced once each side has switched;
 /// any other answer is passed through as it is.
-/// The switched connections hold `guard`, the client connection's slot, until they close.
-pub async fn upgrade(state: &State, mut req: Request<Incoming>, uri: Uri, host: &str, guard: super::drain::Guard) -> Result<Response<ProxyBody>, ProxyError> {
+/// The switched connections hold `guard`, the client connection's slot, until they close, and
+/// are closed when `downstream` carries no byte for `limits.tunnel_idle_timeout_ms`.
+pub async fn upgrade(state: &State, mut req: Request<Incoming>, uri: Uri, host: &str, (guard, downstream): (super::drain::Guard, Downstream)) -> Result<Response<ProxyBody>, ProxyError> {
     let protocol = req.headers().get(header::UPGRADE).cloned().ok_or_else(|| ProxyError::BadRequest { reason: "Upgrade header missing".into() })?;
-    let downstream = hyper::upgrade::on(&mut req);
+    let switched_client = hyper::upgrade::on(&mut req);
     let via = state.config.upstream.send_via.then_some(&state.via);
     let mut req = prepare(req, uri, via)?;
     req.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
@@ -250,13 +252,19 @@ pub async fn upgrade(state: &State, mut req: Request<Incoming>, uri: Uri, host: 
     };
     parts.headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
     parts.headers.insert(header::UPGRADE, protocol);
-    tokio::spawn(guard.tunnel(splice(downstream, upstream, host.to_string())));
+    let idle = state.config.limits.tunnel_idle_timeout;
+    let host = host.to_string();
+    tokio::spawn(guard.tunnel(async move {
+        if close_when_idle(&downstream, idle, splice(switched_client, upstream, &host)).await.is_none() {
+            tracing::debug!(%host, "switched connection closed: no byte either way for {} ms (limits.tunnel_idle_timeout_ms)", idle.as_millis());
+        }
+    }));
     Ok(Response::from_parts(parts, bodies::full(Bytes::new())))
 }
 
 /// Copies bytes both ways between the switched client and origin connections until either
 /// side closes.
-async fn splice(downstream: hyper::upgrade::OnUpgrade, upstream: hyper::upgrade::OnUpgrade, host: String) {
+async fn splice(downstream: hyper::upgrade::OnUpgrade, upstream: hyper::upgrade::OnUpgrade, host: &str) {
     let (down, up) = tokio::join!(downstream, upstream);
     let (Ok(down), Ok(up)) = (down, up) else {
         tracing::debug!(%host, "a protocol switch did not complete on both sides");

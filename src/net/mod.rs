@@ -7,7 +7,9 @@
 //! - [`reload`]: the running [`State`], replaced whole when the configuration is reloaded
 //!   through a [`ProxyHandle`].
 //! - [`drain`]: connection slots, tunnels included, and the two phases of shutdown.
-//! - [`admit`]: allow list and proxy authentication; [`rate`]: the per-client request rate.
+//! - [`admit`]: allow list and proxy authentication; [`rate`]: the per-client request rate;
+//!   [`per_client`]: the per-client connection cap.
+//! - [`downstream`]: the client's stream: write timeout, tunnel idle time, interim responses.
 //! - [`forward`]: the pooled upstream client and request preparation.
 //! - [`cached`]: the cache step (lookup, single fill, revalidation), then forward and respond.
 //! - [`respond`]: classify a response, then pass it through or rewrite it.
@@ -20,10 +22,12 @@ pub mod bodies;
 pub mod cached;
 pub mod conn;
 pub mod connect;
+pub mod downstream;
 pub mod drain;
 pub mod error;
 pub mod forward;
 pub mod own;
+pub mod per_client;
 pub mod rate;
 pub mod reload;
 pub mod resolve;

@@ -6,6 +6,7 @@
 //! handle is dropped. Nothing sleeps to synchronise.
 
 pub mod codec;
+pub mod logs;
 pub mod origin;
 pub mod raw;
 

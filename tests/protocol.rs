@@ -1,0 +1,1 @@
+//! HTTP protocol details a proxy must get right between a client and an origin.
