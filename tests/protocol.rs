@@ -1,1 +1,83 @@
-//! HTTP protocol details a proxy must get right between a client and an origin.
+//! HTTP protocol details a proxy must get right between a client and an origin: framing that
+//! disagrees with itself, a client body that breaks, and what the access log counts.
+
+use tokio::io::{AsyncWriteExt, BufReader};
+
+use crate::common::logs::Logs;
+use crate::common::raw::{read_head, request};
+use crate::common::*;
+
+/// An origin answering every request with `response`, as raw bytes, then closing.
+async fn raw_origin(response: &'static [u8]) -> RawOrigin {
+    RawOrigin::start(move |stream| async move {
+        let mut reader = BufReader::new(stream);
+        read_head(&mut reader).await;
+        let mut stream = reader.into_inner();
+        let _ = stream.write_all(response).await;
+        let _ = stream.shutdown().await;
+    })
+    .await
+}
+
+/// A chunked body of 15 bytes with a `Content-Length: 5` beside it.
+fn length_and_chunks(content_type: &str) -> &'static [u8] {
+    let head = format!("HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\nf\r\n<p>fifteen!</p>\r\n0\r\n\r\n");
+    Box::leak(head.into_boxed_str()).as_bytes()
+}
+
+#[tokio::test]
+async fn a_length_beside_chunks_is_dropped_and_the_whole_body_passes() {
+    let origin = raw_origin(length_and_chunks("text/plain")).await;
+    for profile in ["pass", "declutter"] {
+        let pith = Pith::start(&format!("profile = \"{profile}\"")).await;
+        let resp = exchange(pith.addr, &request("GET", &origin.url("/"), "")).await;
+        assert_eq!(resp.status, 200, "{profile}");
+        assert_eq!(resp.header("content-length"), None, "{profile}: the chunked framing wins, the length goes");
+        assert_eq!(resp.text(), "<p>fifteen!</p>", "{profile}: every byte the chunks carried");
+    }
+}
+
+#[tokio::test]
+async fn a_page_with_a_length_beside_chunks_is_rewritten_whole() {
+    let origin = raw_origin(length_and_chunks("text/html")).await;
+    let pith = Pith::start("profile = \"declutter\"").await;
+    let resp = exchange(pith.addr, &request("GET", &origin.url("/"), "")).await;
+    assert_eq!(resp.status, 200);
+    assert!(resp.text().contains("fifteen!"), "{}", resp.text());
+    assert_eq!(resp.header("content-length"), Some(resp.body.len().to_string().as_str()), "the rewritten page's own length");
+}
+
+#[tokio::test]
+async fn a_malformed_chunked_request_body_gets_400_and_is_logged_as_the_clients_error() {
+    let origin = Origin::new().route("/", |_| reply(&[("content-type", "text/plain")], "posted")).run().await;
+    let logs = Logs::capture("pith=info");
+    let pith = Pith::start("profile = \"pass\"").await;
+    let mut bad = request("POST", &origin.url("/"), "Transfer-Encoding: chunked\r\n");
+    bad.extend_from_slice(b"zz\r\nabc\r\n0\r\n\r\n");
+    let resp = exchange(pith.addr, &bad).await;
+    assert_eq!(resp.status, 400, "{}", resp.text());
+    let line = logs.wait_for(&["request refused", "request body"]).await;
+    assert!(!line.contains("upstream failed"), "{line}");
+    assert!(logs.matching(&["upstream failed"]).is_empty(), "not the origin's failure");
+
+    let mut good = request("POST", &origin.url("/"), "Transfer-Encoding: chunked\r\n");
+    good.extend_from_slice(b"3\r\nabc\r\n0\r\n\r\n");
+    let resp = exchange(pith.addr, &good).await;
+    assert_eq!((resp.status, resp.text().as_str()), (200, "posted"));
+}
+
+#[tokio::test]
+async fn a_page_passed_through_as_too_large_counts_each_origin_byte_once() {
+    let page = format!("<!DOCTYPE html><html><body>{}</body></html>", "<p>words</p>".repeat(500));
+    let len = page.len();
+    // Chunked, so that pith starts reading it to rewrite and stops past the limit.
+    let chunks: Vec<bytes::Bytes> = page.as_bytes().chunks(500).map(bytes::Bytes::copy_from_slice).collect();
+    let origin = Origin::new().route("/", move |_| reply_chunked(&[("content-type", "text/html")], chunks.clone())).run().await;
+    let logs = Logs::capture("pith::access=info");
+    let pith = Pith::start("[limits]\nmax_rewrite_bytes = 1024").await;
+    let resp = exchange(pith.addr, &request("GET", &origin.url("/"), "")).await;
+    assert_eq!((resp.status, resp.body.len()), (200, len));
+    let line = logs.wait_for(&["action=\"too-large\""]).await;
+    assert!(line.contains(&format!("origin_bytes={len} ")), "{line}");
+    assert!(line.contains(&format!("client_bytes={len} ")), "{line}");
+}

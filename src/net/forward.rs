@@ -83,8 +83,13 @@ const HOP_BY_HOP: [HeaderName; 8] = [
 
 /// Removes hop-by-hop headers, including every header the `Connection` header names.
 /// `Upgrade` goes too: only [`upgrade`] forwards a protocol switch, and it sets the headers
-/// itself.
+/// itself. A message framed by `Transfer-Encoding` loses its `Content-Length` as well: the
+/// transfer coding overrides it, and a proxy must remove it (RFC 9112 §6.3). The body is
+/// decoded by its chunks, so a `Content-Length` passed on beside it would cut it short.
 pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    if headers.contains_key(header::TRANSFER_ENCODING) {
+        headers.remove(header::CONTENT_LENGTH);
+    }
     let named: Vec<HeaderName> = headers
         .get_all(header::CONNECTION)
         .iter()
@@ -141,9 +146,17 @@ pub async fn send(client: &UpstreamClient, req: Request<Incoming>, host: &str, c
     match tokio::time::timeout(timeout, client.request(req)).await {
         Err(_) => Err(ProxyError::Timeout { host: host.to_string(), what: "send response headers", after: timeout }),
         Ok(Err(e)) if e.is_connect() => Err(connect_error(host, e)),
+        Ok(Err(e)) if is_client_body_error(&e) => Err(ProxyError::ClientBody { source: Box::new(e) }),
         Ok(Err(e)) => Err(ProxyError::Upstream { host: host.to_string(), source: Box::new(e) }),
         Ok(Ok(resp)) => Ok(resp),
     }
+}
+
+/// True when sending failed because the client's request body did (bad chunking, cut short):
+/// hyper reports an error of the body it was sending as a user error whose cause is that
+/// body's own error, here the client connection's.
+fn is_client_body_error(e: &hyper_util::client::legacy::Error) -> bool {
+    super::error::find::<hyper::Error>(e).is_some_and(|h| h.is_user() && h.source().is_some_and(|cause| cause.is::<hyper::Error>()))
 }
 
 /// The deny rules on a target given as an IP address, which the connector connects to
@@ -310,6 +323,12 @@ mod tests {
     stripped!(proxy_credentials,
         [("proxy-authorization", "Basic abc"), ("proxy-connection", "keep-alive"), ("authorization", "Bearer t")],
         kept = ["authorization"], gone = ["proxy-authorization", "proxy-connection"]);
+    stripped!(length_beside_a_transfer_coding,
+        [("transfer-encoding", "chunked"), ("content-length", "5"), ("content-type", "text/plain")],
+        kept = ["content-type"], gone = ["transfer-encoding", "content-length"]);
+    stripped!(length_alone_is_kept,
+        [("content-length", "5")],
+        kept = ["content-length"], gone = []);
     stripped!(upgrade_and_trailer,
         [("upgrade", "websocket"), ("trailer", "x"), ("cookie", "a=b")],
         kept = ["cookie"], gone = ["upgrade", "trailer"]);
