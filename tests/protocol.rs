@@ -81,3 +81,78 @@ async fn a_page_passed_through_as_too_large_counts_each_origin_byte_once() {
     assert!(line.contains(&format!("origin_bytes={len} ")), "{line}");
     assert!(line.contains(&format!("client_bytes={len} ")), "{line}");
 }
+
+/// An origin whose first connection answers one request, reads the next one and closes
+/// without answering (`reset`: with a TCP reset), as an origin does whose idle timeout fires
+/// just as the request arrives; later connections answer every request. Returns the origin
+/// and how many connections it has accepted.
+async fn closing_after_one(reset: bool) -> (RawOrigin, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let accepted = std::sync::Arc::new(AtomicUsize::new(0));
+    let count = accepted.clone();
+    let origin = RawOrigin::start(move |stream| {
+        let first = count.fetch_add(1, Ordering::SeqCst) == 0;
+        async move {
+            let mut reader = BufReader::new(stream);
+            loop {
+                let head = read_head_or_eof(&mut reader).await;
+                if head.is_none() {
+                    return;
+                }
+                let _ = reader.get_mut().write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello").await;
+                if first {
+                    let _ = read_head_or_eof(&mut reader).await;
+                    let stream = reader.into_inner();
+                    if reset {
+                        let _ = stream.set_zero_linger();
+                    }
+                    return;
+                }
+            }
+        }
+    })
+    .await;
+    (origin, accepted)
+}
+
+/// A request head, or `None` when the connection closed first.
+async fn read_head_or_eof<R: tokio::io::AsyncBufRead + Unpin>(reader: &mut R) -> Option<String> {
+    use tokio::io::AsyncBufReadExt;
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).await.ok()? == 0 {
+            return None;
+        }
+        if line == "\r\n" {
+            return Some(head);
+        }
+        head.push_str(&line);
+    }
+}
+
+#[tokio::test]
+async fn a_request_on_a_pooled_connection_the_origin_closed_is_sent_again() {
+    for reset in [false, true] {
+        let (origin, accepted) = closing_after_one(reset).await;
+        let pith = Pith::start("profile = \"pass\"").await;
+        let client = pith.client();
+        for n in 0..3 {
+            let resp = client.get(origin.url("/")).send().await.unwrap();
+            assert_eq!(resp.status(), 200, "request {n} (reset: {reset})");
+            assert_eq!(resp.text().await.unwrap(), "hello");
+        }
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 2, "one fresh connection after the dead one");
+    }
+}
+
+#[tokio::test]
+async fn a_request_with_a_body_is_not_sent_twice() {
+    let (origin, accepted) = closing_after_one(false).await;
+    let pith = Pith::start("profile = \"pass\"").await;
+    let client = pith.client();
+    assert_eq!(client.get(origin.url("/")).send().await.unwrap().status(), 200);
+    let resp = client.post(origin.url("/")).body("once").send().await.unwrap();
+    assert_eq!(resp.status(), 502, "a POST is never repeated");
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
