@@ -156,3 +156,49 @@ async fn a_request_with_a_body_is_not_sent_twice() {
     assert_eq!(resp.status(), 502, "a POST is never repeated");
     assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
+
+/// An origin that sends `103 Early Hints`, then `body` as a 200 of `content_type`, for every
+/// request on a connection.
+async fn hinting_origin(content_type: &'static str, body: &'static str) -> RawOrigin {
+    RawOrigin::start(move |stream| async move {
+        let mut reader = BufReader::new(stream);
+        while read_head_or_eof(&mut reader).await.is_some() {
+            let hint = "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload; as=style\r\n\r\n";
+            let last = format!("HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+            if reader.get_mut().write_all(format!("{hint}{last}").as_bytes()).await.is_err() {
+                return;
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn early_hints_reach_an_http11_client_in_every_profile() {
+    let page = "<!DOCTYPE html><html><body><p>the page</p></body></html>";
+    for (profile, content_type) in [("pass", "text/html"), ("declutter", "text/html"), ("text", "text/html"), ("declutter", "text/plain")] {
+        let origin = hinting_origin(content_type, page).await;
+        let pith = Pith::start(&format!("profile = \"{profile}\"\n[cache]\nenabled = false")).await;
+        let mut client = RawClient::connect(pith.addr).await;
+        // Twice on one connection: the second hint comes after a whole response.
+        for n in 0..2 {
+            client.send(&request("GET", &origin.url("/"), "")).await;
+            let hint = client.read_response(false).await;
+            assert_eq!(hint.status, 103, "{profile} {content_type} request {n}");
+            assert_eq!(hint.header("link"), Some("</style.css>; rel=preload; as=style"));
+            let last = client.read_response(false).await;
+            assert_eq!(last.status, 200, "{profile} {content_type} request {n}");
+            assert!(last.text().contains("the page"), "{}", last.text());
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_http10_client_gets_no_interim_response() {
+    let origin = hinting_origin("text/plain", "plain").await;
+    let pith = Pith::start("profile = \"pass\"").await;
+    let url = origin.url("/");
+    let host = url.trim_start_matches("http://").trim_end_matches('/');
+    let resp = exchange(pith.addr, format!("GET {url} HTTP/1.0\r\nHost: {host}\r\n\r\n").as_bytes()).await;
+    assert_eq!((resp.status, resp.text().as_str()), (200, "plain"));
+}

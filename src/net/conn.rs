@@ -326,6 +326,7 @@ impl Handler {
         if forward::has_passed(req.headers(), &self.state.via) {
             return Err(ProxyError::Loop { target: uri.to_string() });
         }
+        let req = self.forward_interim(req);
         if forward::is_upgrade(req.headers()) {
             record.action = "upgrade";
             return Ok((forward::upgrade(&self.state, req, uri, &host, (self.guard.clone(), self.downstream.clone())).await?, false));
@@ -340,6 +341,26 @@ impl Handler {
 }
 
 impl Handler {
+    /// Arranges for the origin's interim responses (102, 103 Early Hints...) to `req` to reach
+    /// the client ahead of the final one, as a proxy must (RFC 9110 §15.2), when the client
+    /// speaks HTTP/1.1: never to an HTTP/1.0 client, which does not know them, and not over
+    /// HTTP/2, where hyper's server cannot send them. `100 Continue` is left out: hyper's server
+    /// sends its own when pith reads the request body.
+    fn forward_interim(&self, mut req: Request<Incoming>) -> Request<Incoming> {
+        let Some(sink) = self.interim.clone().filter(|_| req.version() == http::Version::HTTP_11) else { return req };
+        let client = self.client;
+        hyper::ext::on_informational(&mut req, move |interim| {
+            let status = interim.status();
+            if status == http::StatusCode::CONTINUE {
+                return;
+            }
+            if !sink.send_interim(&forward::interim_head(status, interim.headers())) {
+                tracing::debug!(%client, %status, "interim response dropped: the client has not read what it was sent");
+            }
+        });
+        req
+    }
+
     /// Takes a token from the client's bucket when `limits.client_rate` is set.
     fn check_rate(&self) -> Result<(), ProxyError> {
         let Some(rate) = &self.state.rate else { return Ok(()) };

@@ -108,6 +108,27 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
     headers.remove(header::UPGRADE);
 }
 
+/// An interim (1xx) response from an origin, serialised for an HTTP/1.1 client: its status
+/// and its end-to-end headers (`Link` for 103 Early Hints).
+pub fn interim_head(status: StatusCode, headers: &HeaderMap) -> Vec<u8> {
+    let mut headers = headers.clone();
+    strip_hop_by_hop(&mut headers);
+    let reason = match status.as_u16() {
+        102 => "Processing",
+        103 => "Early Hints",
+        _ => status.canonical_reason().unwrap_or("Informational"),
+    };
+    let mut head = format!("HTTP/1.1 {} {reason}\r\n", status.as_u16()).into_bytes();
+    for (name, value) in &headers {
+        head.extend_from_slice(name.as_str().as_bytes());
+        head.extend_from_slice(b": ");
+        head.extend_from_slice(value.as_bytes());
+        head.extend_from_slice(b"\r\n");
+    }
+    head.extend_from_slice(b"\r\n");
+    head
+}
+
 /// Appends pith's `Via` entry to a message's headers.
 pub fn add_via(headers: &mut HeaderMap, via: &HeaderValue) {
     headers.append(header::VIA, via.clone());
@@ -483,6 +504,13 @@ mod tests {
     stripped!(length_alone_is_kept,
         [("content-length", "5")],
         kept = ["content-length"], gone = []);
+    #[test]
+    fn an_interim_head_keeps_its_hints_and_drops_hop_by_hop_fields() {
+        let h = headers(&[("link", "</a.css>; rel=preload"), ("connection", "x-hop"), ("x-hop", "1")]);
+        let head = String::from_utf8(interim_head(StatusCode::from_u16(103).unwrap(), &h)).unwrap();
+        assert_eq!(head, "HTTP/1.1 103 Early Hints\r\nlink: </a.css>; rel=preload\r\n\r\n");
+    }
+
     stripped!(upgrade_and_trailer,
         [("upgrade", "websocket"), ("trailer", "x"), ("cookie", "a=b")],
         kept = ["cookie"], gone = ["upgrade", "trailer"]);
