@@ -116,3 +116,46 @@ async fn a_client_past_its_connection_cap_gets_503_and_others_are_served() {
     assert_eq!((resp.status, resp.text().as_str()), (200, "hello"), "served again under the cap");
     assert_eq!(origin.received().len(), 2, "the refused request reached no origin");
 }
+
+/// An origin that reads a request, says so, and never answers.
+async fn silent_origin() -> (RawOrigin, std::sync::Arc<tokio::sync::Notify>) {
+    let received = std::sync::Arc::new(tokio::sync::Notify::new());
+    let told = received.clone();
+    let origin = RawOrigin::start(move |stream| {
+        let told = told.clone();
+        async move {
+            let mut reader = tokio::io::BufReader::new(stream);
+            crate::common::raw::read_head(&mut reader).await;
+            told.notify_one();
+            std::future::pending::<()>().await;
+        }
+    })
+    .await;
+    (origin, received)
+}
+
+#[tokio::test]
+async fn a_request_the_client_abandons_is_logged() {
+    let (origin, received) = silent_origin().await;
+    let logs = Logs::capture("pith::access=info");
+    let pith = start("").await;
+    let mut client = RawClient::connect(pith.addr).await;
+    client.send(&request("GET", &origin.url("/probe"), "")).await;
+    tokio::time::timeout(GUARD, received.notified()).await.expect("the origin holds the request");
+    drop(client);
+    let line = logs.wait_for(&["/probe", "outcome=\"client-gone\""]).await;
+    assert!(line.contains("status=0"), "{line}");
+}
+
+#[tokio::test]
+async fn a_request_cut_by_the_drain_deadline_is_logged() {
+    let (origin, received) = silent_origin().await;
+    let logs = Logs::capture("pith::access=info");
+    let pith = start("[limits]\ndrain_timeout_ms = 200").await;
+    let mut client = RawClient::connect(pith.addr).await;
+    client.send(&request("GET", &origin.url("/held"), "")).await;
+    tokio::time::timeout(GUARD, received.notified()).await.expect("the origin holds the request");
+    tokio::time::timeout(GUARD, pith.shut_down()).await.expect("shutdown ends at the deadline").unwrap();
+    logs.wait_for(&["/held", "outcome=\"shutdown\""]).await;
+    drop(client);
+}

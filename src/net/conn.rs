@@ -270,7 +270,7 @@ impl Handler {
             // Counted by the limiter and logged once per run of refusals, not per request.
             return Ok(own::error_page(&refused));
         }
-        let mut record = AccessRecord {
+        let record = AccessRecord {
             client: this.client,
             method: req.method().clone(),
             url: req.uri().to_string(),
@@ -280,7 +280,10 @@ impl Handler {
             action: "pass",
             start: Instant::now(),
         };
-        let (response, counts_origin) = match this.serve(req, &mut record).await {
+        let mut pending = Unanswered { record: Some(record), guard: &this.guard };
+        let served = this.serve(req, pending.record()).await;
+        let mut record = pending.answered();
+        let (response, counts_origin) = match served {
             Ok(pair) => pair,
             Err(err) => {
                 log_failure(&err, &record);
@@ -365,6 +368,34 @@ impl Handler {
     fn check_rate(&self) -> Result<(), ProxyError> {
         let Some(rate) = &self.state.rate else { return Ok(()) };
         rate.check(self.client.ip()).map_err(|retry_after| ProxyError::RateLimited { client: self.client.ip(), retry_after })
+    }
+}
+
+/// The access record of a request whose response is not ready yet. When the client goes away
+/// or the shutdown drain ends, hyper drops the request's future and none of its steps runs
+/// again: dropped unanswered, this writes the line then, with status 0 and the outcome
+/// `client-gone` (or `shutdown`), so a client cannot hide a request by disconnecting early.
+struct Unanswered<'a> {
+    record: Option<AccessRecord>,
+    guard: &'a Guard,
+}
+
+impl Unanswered<'_> {
+    fn record(&mut self) -> &mut AccessRecord {
+        self.record.as_mut().expect("the record is taken only by answered(), which consumes this")
+    }
+
+    /// The record of an answered request, for the response body to write when it ends.
+    fn answered(mut self) -> AccessRecord {
+        self.record.take().expect("the record is taken only here, once")
+    }
+}
+
+impl Drop for Unanswered<'_> {
+    fn drop(&mut self) {
+        if let Some(record) = self.record.take() {
+            record.write(0, if self.guard.is_closing() { "shutdown" } else { "client-gone" });
+        }
     }
 }
 

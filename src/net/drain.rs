@@ -117,6 +117,11 @@ impl Guard {
         }
     }
 
+    /// True once the drain deadline has passed and what is still open is being closed.
+    pub fn is_closing(&self) -> bool {
+        *self.phase.borrow() >= Phase::Closing
+    }
+
     /// Runs a tunnel (a byte copy, or an intercepted TLS session) until it ends on its own or
     /// the drain deadline passes. A blind tunnel has no request boundaries to stop at, so it
     /// is left alone while draining and only closed at the deadline. `None` when closed so.
