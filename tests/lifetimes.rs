@@ -159,3 +159,17 @@ async fn a_request_cut_by_the_drain_deadline_is_logged() {
     logs.wait_for(&["/held", "outcome=\"shutdown\""]).await;
     drop(client);
 }
+
+#[tokio::test]
+async fn an_idle_intercepted_tunnel_is_closed_too() {
+    let echo = echo_origin().await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca_dir = dir.path().join("ca").display().to_string();
+    let pith = start(&format!("[upstream]\nconnect_ports = []\n[intercept]\nenabled = true\nca_dir = {ca_dir:?}\n[limits]\ntunnel_idle_timeout_ms = 300")).await;
+    // Not TLS: the intercepted tunnel copies these bytes blindly, the echo proves it is open.
+    let mut tunnel = open_tunnel(pith.addr, echo.addr).await;
+    let mut buf = [0u8; 16];
+    let read = tokio::time::timeout(GUARD, tunnel.read(&mut buf)).await.expect("the proxy closes the idle tunnel");
+    assert!(matches!(read, Ok(0) | Err(_)), "closed, not fed: {read:?}");
+    until_open(&pith, 0).await;
+}
