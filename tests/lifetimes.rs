@@ -173,3 +173,30 @@ async fn an_idle_intercepted_tunnel_is_closed_too() {
     assert!(matches!(read, Ok(0) | Err(_)), "closed, not fed: {read:?}");
     until_open(&pith, 0).await;
 }
+
+#[tokio::test]
+async fn a_response_cut_by_the_drain_deadline_is_logged_as_such() {
+    let told = std::sync::Arc::new(tokio::sync::Notify::new());
+    let notify = told.clone();
+    let origin = RawOrigin::start(move |stream| {
+        let notify = notify.clone();
+        async move {
+            let mut reader = tokio::io::BufReader::new(stream);
+            crate::common::raw::read_head(&mut reader).await;
+            let mut stream = reader.into_inner();
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nfirst\r\n").await;
+            notify.notify_one();
+            std::future::pending::<()>().await;
+        }
+    })
+    .await;
+    let logs = Logs::capture("pith::access=info");
+    let pith = start("[limits]\ndrain_timeout_ms = 200").await;
+    let mut client = RawClient::connect(pith.addr).await;
+    client.send(&request("GET", &origin.url("/streaming"), "")).await;
+    tokio::time::timeout(GUARD, told.notified()).await.expect("the origin started its answer");
+    tokio::time::timeout(GUARD, pith.shut_down()).await.expect("shutdown ends at the deadline").unwrap();
+    let line = logs.wait_for(&["/streaming", "outcome=\"shutdown\""]).await;
+    assert!(line.contains("status=200"), "{line}");
+    drop(client);
+}

@@ -219,6 +219,7 @@ async fn shutdown_drains_an_open_tunnel_until_it_closes() {
 #[tokio::test]
 async fn shutdown_closes_a_tunnel_still_open_at_the_deadline() {
     let echo = echo_origin().await;
+    let logs = crate::common::logs::Logs::capture("pith::access=info");
     let pith = start("[upstream]\nconnect_ports = []\n[limits]\ndrain_timeout_ms = 200").await;
     let mut tunnel = open_tunnel(pith.addr, echo.addr).await;
     let done = pith.shut_down();
@@ -226,6 +227,7 @@ async fn shutdown_closes_a_tunnel_still_open_at_the_deadline() {
     let read = tokio::time::timeout(GUARD, tunnel.read(&mut buf)).await.expect("the proxy closes the tunnel");
     assert!(matches!(read, Ok(0) | Err(_)), "closed, not fed: {read:?}");
     tokio::time::timeout(GUARD, done).await.expect("shutdown ends at the deadline").unwrap();
+    logs.wait_for(&["CONNECT", "outcome=\"shutdown\""]).await;
 }
 
 #[tokio::test]

@@ -293,7 +293,7 @@ impl Handler {
         };
         record.status = response.status().as_u16();
         let (parts, body) = response.into_parts();
-        let body = Logged::new(body, record, counts_origin).boxed_unsync();
+        let body = Logged::new(body, record, counts_origin).with_slot(this.guard.clone()).boxed_unsync();
         Ok(Response::from_parts(parts, body))
     }
 

@@ -73,10 +73,16 @@ pub async fn tunnel(handler: &Handler, req: Request<Incoming>) -> Result<Respons
     // The tunnel holds the connection's slot: it counts against max_connections until it
     // closes, and shutdown waits for it (then closes it at the drain deadline).
     let guard = handler.guard().clone();
-    tokio::spawn(guard.tunnel(async move {
-        let Some(downstream) = upgraded(req, &authority).await else { return };
-        copy(downstream, upstream, &[], ends).await;
-    }));
+    let (client, target) = (ends.client, ends.target.clone());
+    tokio::spawn(async move {
+        let copied = guard.tunnel(async move {
+            let Some(downstream) = upgraded(req, &authority).await else { return };
+            copy(downstream, upstream, &[], ends).await;
+        });
+        if copied.await.is_none() {
+            log_closed_at_deadline(client, &target);
+        }
+    });
     Ok(ok())
 }
 
@@ -153,7 +159,17 @@ where
 /// task `Send` inside `tunnel` itself would be a cycle for the compiler.
 fn spawn_intercept(req: Request<Incoming>, handler: Handler, host: String, port: u16) {
     let guard = handler.guard().clone();
-    tokio::spawn(guard.tunnel(intercept(req, handler, host, port)));
+    let (client, target) = (handler.client_addr(), format!("{host}:{port}"));
+    tokio::spawn(async move {
+        if guard.tunnel(intercept(req, handler, host, port)).await.is_none() {
+            log_closed_at_deadline(client, &target);
+        }
+    });
+}
+
+/// The access-log line of a tunnel still open at the drain deadline, which closed it.
+fn log_closed_at_deadline(client: std::net::SocketAddr, target: &str) {
+    tracing::info!(target: "pith::access", %client, method = "CONNECT", url = %target, outcome = "shutdown", "tunnel closed at the end of the shutdown drain");
 }
 
 /// An intercepted tunnel: TLS is terminated and served, anything else is copied blindly.
