@@ -39,8 +39,9 @@ pub(super) struct Acceptor {
 const MAX_WAITING: usize = 64;
 
 impl Acceptor {
-    /// Accepts until told to stop. An accepted connection takes a `max_connections` permit
-    /// if one is free; otherwise it waits `limits.connection_wait` for one (the semaphore
+    /// Accepts until told to stop. A connection from a client that already has
+    /// `limits.max_connections_per_client` open is answered 503 with Retry-After at once
+    /// ([`super::per_client`]). Otherwise it takes a `max_connections` permit if one is free; otherwise it waits `limits.connection_wait` for one (the semaphore
     /// hands freed permits to waiters in turn) and then gets a clean 503 with Retry-After
     /// rather than hanging. At most [`MAX_WAITING`] wait at a time: the loop takes a waiting
     /// place before it accepts, so past that clients stay in the kernel's listen queue and a
