@@ -200,3 +200,33 @@ async fn a_response_cut_by_the_drain_deadline_is_logged_as_such() {
     assert!(line.contains("status=200"), "{line}");
     drop(client);
 }
+
+#[tokio::test]
+async fn an_idle_switched_connection_is_closed() {
+    let origin = RawOrigin::start(|stream| async move {
+        let mut reader = tokio::io::BufReader::new(stream);
+        crate::common::raw::read_head(&mut reader).await;
+        let mut stream = reader.into_inner();
+        let _ = stream.write_all(b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: x-echo\r\n\r\n").await;
+        let mut buf = [0u8; 1024];
+        while let Ok(n @ 1..) = stream.read(&mut buf).await {
+            if stream.write_all(&buf[..n]).await.is_err() {
+                return;
+            }
+        }
+    })
+    .await;
+    let pith = start("[limits]\ntunnel_idle_timeout_ms = 300").await;
+    let mut client = RawClient::connect(pith.addr).await;
+    client.send(&request("GET", &origin.url("/"), "Connection: Upgrade\r\nUpgrade: x-echo\r\n")).await;
+    assert_eq!(client.read_response(true).await.status, 101);
+    let mut switched = client.into_inner();
+    switched.get_mut().write_all(b"ping").await.unwrap();
+    let mut back = [0u8; 4];
+    tokio::time::timeout(GUARD, switched.read_exact(&mut back)).await.expect("the echo comes back").unwrap();
+    assert_eq!(&back, b"ping");
+    let mut buf = [0u8; 16];
+    let read = tokio::time::timeout(GUARD, switched.read(&mut buf)).await.expect("the proxy closes the idle connection");
+    assert!(matches!(read, Ok(0) | Err(_)), "closed, not fed: {read:?}");
+    until_open(&pith, 0).await;
+}
