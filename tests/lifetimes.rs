@@ -1,6 +1,7 @@
 //! How long a client may hold a connection slot without using it: a client that never reads
-//! the response it asked for, an idle tunnel, and one client opening many connections. Each is
-//! closed or refused, and the slot serves other clients again.
+//! the response it asked for, an idle tunnel (blind, intercepted or switched), and one client
+//! opening many connections. Each is closed or refused, and the slot serves other clients
+//! again. And the access-log line of a request that ends early: client gone, drain deadline.
 
 use std::time::Duration;
 
