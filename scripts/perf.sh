@@ -162,6 +162,10 @@ send_via = false
 
 [cache]
 enabled = $4
+
+# wrk is one client with up to 256 connections: above the per-client default of 64.
+[limits]
+max_connections_per_client = 1024
 EOF
     "$pith_bin" check-config "$run/pith-$1.toml" >/dev/null
 }

@@ -233,6 +233,12 @@ pub struct RawLimits {
     pub drain_timeout_ms: Spanned<u64>,
     /// How long a connection past `max_connections` waits for a slot before it gets 503.
     pub connection_wait_ms: Spanned<u64>,
+    /// Simultaneous connections from one client address (IPv6: its /64).
+    pub max_connections_per_client: Spanned<usize>,
+    /// How long a write to a client may make no progress before the connection is closed.
+    pub client_write_timeout_ms: Spanned<u64>,
+    /// How long a tunnel may carry no bytes either way before it is closed.
+    pub tunnel_idle_timeout_ms: Spanned<u64>,
 }
 
 impl Default for RawLimits {
@@ -247,6 +253,9 @@ impl Default for RawLimits {
             client_burst: Spanned::new(0..0, 0),
             drain_timeout_ms: Spanned::new(0..0, 10_000),
             connection_wait_ms: Spanned::new(0..0, 2_000),
+            max_connections_per_client: Spanned::new(0..0, 64),
+            client_write_timeout_ms: Spanned::new(0..0, 60_000),
+            tunnel_idle_timeout_ms: Spanned::new(0..0, 300_000),
         }
     }
 }
@@ -489,6 +498,12 @@ pub struct Limits {
     pub drain_timeout: Duration,
     /// How long a connection past `max_connections` waits for a slot before it is answered 503.
     pub connection_wait: Duration,
+    /// Simultaneous connections from one client address (IPv6: its /64); past it, 503.
+    pub max_connections_per_client: usize,
+    /// A write to a client that makes no progress this long closes its connection.
+    pub client_write_timeout: Duration,
+    /// A tunnel (CONNECT or switched protocol) with no bytes either way this long is closed.
+    pub tunnel_idle_timeout: Duration,
 }
 
 /// A token bucket per client address: `burst` requests at once, refilled at `per_second`.
@@ -790,6 +805,9 @@ impl Validator<'_> {
         if !(1..=MAX_MAX_REWRITE_BYTES).contains(l.max_rewrite_bytes.get_ref()) {
             return Err(self.err(l.max_rewrite_bytes.span(), "limits.max_rewrite_bytes", format!("must be between 1 and {MAX_MAX_REWRITE_BYTES} (a page is held whole while it is rewritten)")));
         }
+        if !(1..=MAX_MAX_CONNECTIONS).contains(l.max_connections_per_client.get_ref()) {
+            return Err(self.err(l.max_connections_per_client.span(), "limits.max_connections_per_client", format!("must be between 1 and {MAX_MAX_CONNECTIONS}")));
+        }
         if !(1..=MAX_MAX_HEADERS).contains(l.max_headers.get_ref()) {
             return Err(self.err(l.max_headers.span(), "limits.max_headers", format!("must be between 1 and {MAX_MAX_HEADERS}")));
         }
@@ -803,6 +821,9 @@ impl Validator<'_> {
             // 0: connections are closed at once at shutdown; a waiting connection gets 503 at once.
             drain_timeout: self.millis(&l.drain_timeout_ms, "limits.drain_timeout_ms", 0)?,
             connection_wait: self.millis(&l.connection_wait_ms, "limits.connection_wait_ms", 0)?,
+            max_connections_per_client: *l.max_connections_per_client.get_ref(),
+            client_write_timeout: self.millis(&l.client_write_timeout_ms, "limits.client_write_timeout_ms", 1)?,
+            tunnel_idle_timeout: self.millis(&l.tunnel_idle_timeout_ms, "limits.tunnel_idle_timeout_ms", 1)?,
         })
     }
 
@@ -946,6 +967,10 @@ mod tests {
         assert!(c.upstream.deny.is_empty() && !c.upstream.deny_private, "no destination is refused by default");
         assert_eq!(c.cache, CacheConfig { enabled: true, max_bytes: 64 << 20, max_entry_bytes: 1 << 20 });
         assert_eq!((c.limits.max_headers, c.limits.client_rate, c.limits.drain_timeout), (DEFAULT_MAX_HEADERS, None, Duration::from_secs(10)));
+        assert_eq!(
+            (c.limits.max_connections_per_client, c.limits.client_write_timeout, c.limits.tunnel_idle_timeout),
+            (64, Duration::from_secs(60), Duration::from_secs(300))
+        );
     }
 
     #[test]
@@ -1025,6 +1050,9 @@ mod tests {
     rejected!(too_many_headers_allowed, "[limits]\nmax_headers = 100000\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "limits.max_headers", "10000");
     rejected!(burst_without_rate, "[limits]\nclient_burst = 10\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "limits.client_burst", "client_rate");
     rejected!(negative_rate, "[limits]\nclient_rate = -1\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "limits.client_rate");
+    rejected!(zero_per_client, "[limits]\nmax_connections_per_client = 0\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "limits.max_connections_per_client");
+    rejected!(zero_client_write_timeout, "[limits]\nclient_write_timeout_ms = 0\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "limits.client_write_timeout_ms");
+    rejected!(zero_tunnel_idle_timeout, "[limits]\ntunnel_idle_timeout_ms = 0\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "limits.tunnel_idle_timeout_ms");
     rejected!(unknown_profile, "[[listener]]\naddress = \"127.0.0.1:1\"\nprofile = \"nope\"\n", "test.toml:3:", "unknown profile");
     rejected!(open_proxy, "[[listener]]\naddress = \"0.0.0.0:8080\"\nallow = [\"0.0.0.0/0\"]\n", "test.toml:3:", "listener.allow", "open proxy");
     rejected!(open_proxy_in_halves, "[[listener]]\naddress = \"0.0.0.0:8080\"\nallow = [\"0.0.0.0/1\", \"128.0.0.0/1\"]\n", "test.toml:3:", "open proxy");

@@ -2,7 +2,7 @@
 //! config), pith with a CA in a temporary folder, and real clients (reqwest, tokio-rustls,
 //! curl) that trust pith's CA. Pages arrive filtered over HTTP/1.1 and HTTP/2, bypass hosts
 //! arrive byte-identical, an untrusted origin is a clear error, WebSockets pass through, and
-//! non-TLS bytes inside a CONNECT are tunnelled.
+//! non-TLS bytes inside a CONNECT are tunnelled, and early hints reach HTTP/1.1 clients inside.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -553,4 +553,52 @@ async fn an_sni_other_than_the_connect_host_gets_no_leaf() {
     assert_eq!(handshake_with_sni(&pith, &target, "other.example").await, None, "no leaf for a host pith does not connect to");
     assert_eq!(handshake_with_sni(&pith, &target, "localhost.other.example").await, None);
     assert_eq!(origin.connections(), 1, "only the blind tunnel reached the origin");
+}
+
+/// A TLS origin for `localhost` that answers every request with `103 Early Hints`, then a 200.
+async fn hinting_tls_origin() -> (u16, CertificateDer<'static>, tokio::task::JoinHandle<()>) {
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("rcgen makes a certificate");
+    let cert = certified.cert.der().clone();
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(certified.signing_key.serialize_der()));
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.clone()], key)
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let task = tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(stream).await else { return };
+                let mut tls = BufReader::new(tls);
+                crate::common::raw::read_head(&mut tls).await;
+                let reply = "HTTP/1.1 103 Early Hints\r\nLink: </app.js>; rel=preload; as=script\r\n\r\nHTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 4\r\nConnection: close\r\n\r\nsafe";
+                let _ = tls.get_mut().write_all(reply.as_bytes()).await;
+                let _ = tls.get_mut().shutdown().await;
+            });
+        }
+    });
+    (port, cert, task)
+}
+
+#[tokio::test]
+async fn early_hints_reach_an_http1_client_inside_an_intercepted_tunnel() {
+    let (port, cert, origin) = hinting_tls_origin().await;
+    let setup = Setup::new();
+    let pith = setup.pith(Some(&setup.trust_file(&cert)), &[]).await;
+    let target = format!("localhost:{port}");
+    let tls = tls_through(&setup, &pith, &target, "localhost", &[b"http/1.1"]).await;
+    let mut tls = BufReader::new(tls);
+    tls.get_mut().write_all(format!("GET / HTTP/1.1\r\nHost: {target}\r\n\r\n").as_bytes()).await.unwrap();
+    let hint = tokio::time::timeout(GUARD, read_response(&mut tls, false)).await.expect("a response in time");
+    assert_eq!(hint.status, 103);
+    assert_eq!(hint.header("link"), Some("</app.js>; rel=preload; as=script"));
+    let last = tokio::time::timeout(GUARD, read_response(&mut tls, false)).await.expect("a response in time");
+    assert_eq!((last.status, last.text().as_str()), (200, "safe"));
+    origin.abort();
 }

@@ -25,7 +25,7 @@ async fn start(rest: &str) -> Running {
 }
 
 /// A GET through the proxy from the loopback address `from`.
-async fn get_from(from: &str, proxy: SocketAddr, url: &str) -> crate::common::raw::RawResponse {
+pub(crate) async fn get_from(from: &str, proxy: SocketAddr, url: &str) -> crate::common::raw::RawResponse {
     let socket = TcpSocket::new_v4().unwrap();
     socket.bind(format!("{from}:0").parse().unwrap()).expect("bind a loopback source address");
     let mut stream = socket.connect(proxy).await.expect("connect to the proxy");
@@ -105,7 +105,7 @@ async fn an_oversized_head_gets_431_and_a_malformed_one_400() {
 }
 
 /// An origin that echoes what it reads.
-async fn echo_origin() -> RawOrigin {
+pub(crate) async fn echo_origin() -> RawOrigin {
     RawOrigin::start(|mut stream| async move {
         let mut buf = [0u8; 1024];
         while let Ok(n @ 1..) = stream.read(&mut buf).await {
@@ -118,7 +118,7 @@ async fn echo_origin() -> RawOrigin {
 }
 
 /// Opens a CONNECT tunnel to `target` through `proxy` and checks it echoes.
-async fn open_tunnel(proxy: SocketAddr, target: SocketAddr) -> BufReader<TcpStream> {
+pub(crate) async fn open_tunnel(proxy: SocketAddr, target: SocketAddr) -> BufReader<TcpStream> {
     let mut client = RawClient::connect(proxy).await;
     client.send(format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n").as_bytes()).await;
     assert_eq!(client.read_response(true).await.status, 200);
@@ -136,7 +136,7 @@ async fn assert_echoes(tunnel: &mut BufReader<TcpStream>) {
 
 /// Waits until the proxy counts `n` open connections (a closed one is counted down once its
 /// task notices the close, which nothing else reports).
-async fn until_open(pith: &Running, n: usize) {
+pub(crate) async fn until_open(pith: &Running, n: usize) {
     tokio::time::timeout(GUARD, async {
         while pith.handle.open_connections() != n {
             tokio::task::yield_now().await;
@@ -219,6 +219,7 @@ async fn shutdown_drains_an_open_tunnel_until_it_closes() {
 #[tokio::test]
 async fn shutdown_closes_a_tunnel_still_open_at_the_deadline() {
     let echo = echo_origin().await;
+    let logs = crate::common::logs::Logs::capture("pith::access=info");
     let pith = start("[upstream]\nconnect_ports = []\n[limits]\ndrain_timeout_ms = 200").await;
     let mut tunnel = open_tunnel(pith.addr, echo.addr).await;
     let done = pith.shut_down();
@@ -226,6 +227,7 @@ async fn shutdown_closes_a_tunnel_still_open_at_the_deadline() {
     let read = tokio::time::timeout(GUARD, tunnel.read(&mut buf)).await.expect("the proxy closes the tunnel");
     assert!(matches!(read, Ok(0) | Err(_)), "closed, not fed: {read:?}");
     tokio::time::timeout(GUARD, done).await.expect("shutdown ends at the deadline").unwrap();
+    logs.wait_for(&["CONNECT", "outcome=\"shutdown\""]).await;
 }
 
 #[tokio::test]

@@ -8,7 +8,8 @@
 //! - [`IdleTimeout`]: fails the body when the origin is silent too long, so a stalled origin
 //!   aborts the client's response instead of holding it forever.
 //! - [`Logged`]: counts bytes to the client and writes the access-log line when the body ends
-//!   or is dropped, so the line reports what was really sent.
+//!   or is dropped, so the line reports what was really sent, and how it ended (`ok`,
+//!   `aborted`, `client-gone`, `shutdown`).
 //!
 //! An error from the origin's body is returned from `poll_frame` unchanged: hyper then aborts
 //! the client's response (no terminating chunk, or a short Content-Length), so a cut-short page
@@ -27,6 +28,8 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use pin_project_lite::pin_project;
 use tokio::time::Sleep;
+
+use super::drain::Guard;
 
 /// The error a served body can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -192,12 +195,19 @@ pin_project! {
         sent: u64,
         counts_origin: bool,
         ended: bool,
+        // The connection's slot, to tell a response cut by the drain deadline from one whose
+        // client left.
+        slot: Option<Guard>,
     }
     impl<B> PinnedDrop for Logged<B> {
         fn drop(this: Pin<&mut Self>) {
             let this = this.project();
             if let Some(record) = this.record.take() {
-                let outcome = if *this.ended { "ok" } else { "client-gone" };
+                let outcome = match (*this.ended, this.slot.as_ref().is_some_and(Guard::is_closing)) {
+                    (true, _) => "ok",
+                    (false, true) => "shutdown",
+                    (false, false) => "client-gone",
+                };
                 record.write(*this.sent, outcome);
             }
         }
@@ -211,7 +221,14 @@ impl<B: Body> Logged<B> {
         // hyper never polls a body that is empty from the start (HEAD, 204, 304): such a
         // response is complete as soon as its head is written.
         let ended = inner.is_end_stream();
-        Logged { inner, record: Some(record), sent: 0, counts_origin, ended }
+        Logged { inner, record: Some(record), sent: 0, counts_origin, ended, slot: None }
+    }
+
+    /// Logs a body dropped unfinished at the drain deadline of `slot`'s connection as
+    /// `shutdown`, not `client-gone`.
+    pub fn with_slot(mut self, slot: Guard) -> Self {
+        self.slot = Some(slot);
+        self
     }
 }
 

@@ -17,7 +17,9 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use super::bodies::{AccessRecord, Logged, ProxyBody};
+use super::downstream::{ClientIo, Downstream};
 use super::drain::Guard;
+use super::per_client::ClientSlot;
 use super::error::ProxyError;
 use super::reload::Live;
 use super::{admit, cached, connect, forward, own, target, State};
@@ -37,8 +39,9 @@ pub(super) struct Acceptor {
 const MAX_WAITING: usize = 64;
 
 impl Acceptor {
-    /// Accepts until told to stop. An accepted connection takes a `max_connections` permit
-    /// if one is free; otherwise it waits `limits.connection_wait` for one (the semaphore
+    /// Accepts until told to stop. A connection from a client that already has
+    /// `limits.max_connections_per_client` open is answered 503 with Retry-After at once
+    /// ([`super::per_client`]). Otherwise it takes a `max_connections` permit if one is free; otherwise it waits `limits.connection_wait` for one (the semaphore
     /// hands freed permits to waiters in turn) and then gets a clean 503 with Retry-After
     /// rather than hanging. At most [`MAX_WAITING`] wait at a time: the loop takes a waiting
     /// place before it accepts, so past that clients stay in the kernel's listen queue and a
@@ -59,14 +62,19 @@ impl Acceptor {
             match accepted {
                 Ok((stream, client)) => {
                     backoff = Duration::from_millis(5);
+                    let cap = self.live.current().config.limits.max_connections_per_client;
+                    let Ok(counted) = self.live.clients.take(client.ip(), cap) else {
+                        tokio::spawn(refuse(stream, place, PER_CLIENT_REFUSAL));
+                        continue;
+                    };
                     match self.live.limit.clone().try_acquire_owned() {
                         Ok(permit) => {
                             drop(place);
-                            spawn_connection(&self.live, self.index, stream, client, permit);
+                            spawn_connection(&self.live, self.index, stream, client, (permit, counted));
                         }
                         Err(_) => {
                             let (live, index) = (self.live.clone(), self.index);
-                            tokio::spawn(wait_for_slot(live, index, stream, client, place));
+                            tokio::spawn(wait_for_slot(live, index, stream, client, counted, place));
                         }
                     }
                 }
@@ -80,34 +88,46 @@ impl Acceptor {
     }
 }
 
-fn spawn_connection(live: &Arc<Live>, index: usize, stream: tokio::net::TcpStream, client: SocketAddr, permit: tokio::sync::OwnedSemaphorePermit) {
-    let guard = live.drain.guard(permit);
-    let handler = Handler::new(live.clone(), index, client, guard.clone());
-    tokio::spawn(serve_connection(stream, handler, guard));
+/// What an accepted connection holds: its `max_connections` permit and its place in its
+/// client's count.
+type Slots = (tokio::sync::OwnedSemaphorePermit, ClientSlot);
+
+fn spawn_connection(live: &Arc<Live>, index: usize, stream: tokio::net::TcpStream, client: SocketAddr, (permit, counted): Slots) {
+    let guard = live.drain.guard(permit, Some(counted));
+    tokio::spawn(serve_connection(live.clone(), index, stream, client, guard));
 }
 
 /// A connection accepted past `max_connections`: served if a slot frees within
 /// `limits.connection_wait`, else answered 503 with Retry-After and closed.
-async fn wait_for_slot(live: Arc<Live>, index: usize, mut stream: tokio::net::TcpStream, client: SocketAddr, place: tokio::sync::OwnedSemaphorePermit) {
+async fn wait_for_slot(live: Arc<Live>, index: usize, stream: tokio::net::TcpStream, client: SocketAddr, counted: ClientSlot, place: tokio::sync::OwnedSemaphorePermit) {
     let wait = live.current().config.limits.connection_wait;
     match tokio::time::timeout(wait, live.limit.clone().acquire_owned()).await {
         Ok(Ok(permit)) => {
             drop(place);
-            spawn_connection(&live, index, stream, client, permit);
+            spawn_connection(&live, index, stream, client, (permit, counted));
         }
         _ => {
-            drop(place);
             tracing::debug!(%client, "refused a connection: {} connections open for {} ms", live.drain.open_connections(), wait.as_millis());
-            const BODY: &str = "pith is serving as many connections as it is allowed to; try again shortly.\n";
-            let head = format!(
-                "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{BODY}",
-                BODY.len()
-            );
-            use tokio::io::AsyncWriteExt;
-            let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(head.as_bytes())).await;
-            let _ = tokio::time::timeout(Duration::from_secs(1), stream.shutdown()).await;
+            drop(counted);
+            refuse(stream, place, "pith is serving as many connections as it is allowed to; try again shortly.\n").await;
         }
     }
+}
+
+/// The page for a connection past `limits.max_connections_per_client`.
+const PER_CLIENT_REFUSAL: &str = "pith is serving as many connections from your address as it allows (limits.max_connections_per_client); close some, or try again shortly.\n";
+
+/// Answers a connection that will not be served 503 with Retry-After, and closes it. It keeps
+/// its waiting `place` until done, so refusals in a flood are bounded like waiting connections.
+async fn refuse(mut stream: tokio::net::TcpStream, place: tokio::sync::OwnedSemaphorePermit, body: &str) {
+    let head = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    use tokio::io::AsyncWriteExt;
+    let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(head.as_bytes())).await;
+    let _ = tokio::time::timeout(Duration::from_secs(1), stream.shutdown()).await;
+    drop(place);
 }
 
 /// A server for one client connection with the HTTP/1.1 settings every client gets:
@@ -128,20 +148,22 @@ fn client_builder(limits: &Limits) -> auto::Builder<TokioExecutor> {
     builder
 }
 
-async fn serve_connection(stream: tokio::net::TcpStream, handler: Handler, guard: Guard) {
+async fn serve_connection(live: Arc<Live>, index: usize, stream: tokio::net::TcpStream, client: SocketAddr, guard: Guard) {
     let _ = stream.set_nodelay(true);
+    let limits = live.current().config.limits.clone();
     // hyper's head timer starts with the first byte, so a client that connects and sends
     // nothing would hold its connection slot forever: it gets the same time to start as to
     // finish its head.
-    let wait = handler.state.config.limits.header_read_timeout;
+    let wait = limits.header_read_timeout;
     if tokio::time::timeout(wait, stream.peek(&mut [0u8; 1])).await.is_err() {
-        tracing::debug!(client = %handler.client, "closed a connection that sent nothing for {} ms", wait.as_millis());
+        tracing::debug!(%client, "closed a connection that sent nothing for {} ms", wait.as_millis());
         return;
     }
-    let builder = client_builder(&handler.state.config.limits).http1_only();
-    let client = handler.client;
+    let (io, downstream) = ClientIo::new(stream, Some(limits.client_write_timeout));
+    let handler = Handler::new(live, index, client, guard.clone(), downstream);
+    let builder = client_builder(&limits).http1_only();
     let service = service_fn(move |req| handler.clone().handle(req));
-    let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+    let conn = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
     match guard.serve(conn).await {
         Some(Err(e)) => tracing::debug!(%client, error = %e, "connection ended with an error"),
         Some(Ok(())) => {}
@@ -150,12 +172,16 @@ async fn serve_connection(stream: tokio::net::TcpStream, handler: Handler, guard
 }
 
 /// Serves a decrypted, intercepted connection with `handler` (made by
-/// [`Handler::intercepting`]): HTTP/1.1 or HTTP/2, whichever the client chose by ALPN, with
-/// upgrades so WebSockets work inside the tunnel too.
-pub(super) async fn serve_intercepted<I>(io: I, handler: Handler)
+/// [`Handler::intercepting`]): HTTP/1.1 or HTTP/2, whichever the client chose by ALPN
+/// (`http2`), with upgrades so WebSockets work inside the tunnel too. Interim responses reach
+/// HTTP/1.1 clients only: hyper's HTTP/2 server has no way to send one.
+pub(super) async fn serve_intercepted<I>(io: I, handler: Handler, http2: bool)
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
+    // The tunnel's raw connection has the write timeout; this layer only carries 1xx.
+    let (io, decrypted) = ClientIo::new(io, None);
+    let handler = Handler { interim: (!http2).then_some(decrypted), ..handler };
     let limits = &handler.state.config.limits;
     let mut builder = client_builder(limits);
     // HTTP/2 has no idle timeout of its own: pings find clients that vanished.
@@ -187,13 +213,18 @@ pub struct Handler {
     intercepted: Option<http::uri::Authority>,
     /// The connection's slot, for tunnels that outlive the exchange.
     guard: Guard,
+    /// The client's raw connection: how long it has been idle, for tunnels.
+    downstream: Downstream,
+    /// Where interim (1xx) responses to this handler's requests go: its HTTP/1.1 stream; `None`
+    /// for HTTP/2.
+    interim: Option<Downstream>,
 }
 
 impl Handler {
-    fn new(live: Arc<Live>, index: usize, client: SocketAddr, guard: Guard) -> Handler {
+    fn new(live: Arc<Live>, index: usize, client: SocketAddr, guard: Guard, downstream: Downstream) -> Handler {
         let state = live.current();
         let listener = listener_of(&state, index);
-        Handler { live, state, index, listener, client, intercepted: None, guard }
+        Handler { live, state, index, listener, client, intercepted: None, guard, interim: Some(downstream.clone()), downstream }
     }
 
     /// This handler with the state in force now, for a request starting now.
@@ -218,6 +249,11 @@ impl Handler {
         &self.guard
     }
 
+    /// The client's raw connection, whose idle time closes an idle tunnel.
+    pub(super) fn downstream(&self) -> &Downstream {
+        &self.downstream
+    }
+
     /// A handler for the decrypted requests of a tunnel to `origin`, same client and listener.
     pub(super) fn intercepting(&self, origin: http::uri::Authority) -> Handler {
         Handler { intercepted: Some(origin), ..self.clone() }
@@ -238,7 +274,7 @@ impl Handler {
             // Counted by the limiter and logged once per run of refusals, not per request.
             return Ok(own::error_page(&refused));
         }
-        let mut record = AccessRecord {
+        let record = AccessRecord {
             client: this.client,
             method: req.method().clone(),
             url: req.uri().to_string(),
@@ -248,7 +284,10 @@ impl Handler {
             action: "pass",
             start: Instant::now(),
         };
-        let (response, counts_origin) = match this.serve(req, &mut record).await {
+        let mut pending = Unanswered { record: Some(record), guard: &this.guard };
+        let served = this.serve(req, pending.record()).await;
+        let mut record = pending.answered();
+        let (response, counts_origin) = match served {
             Ok(pair) => pair,
             Err(err) => {
                 log_failure(&err, &record);
@@ -258,7 +297,7 @@ impl Handler {
         };
         record.status = response.status().as_u16();
         let (parts, body) = response.into_parts();
-        let body = Logged::new(body, record, counts_origin).boxed_unsync();
+        let body = Logged::new(body, record, counts_origin).with_slot(this.guard.clone()).boxed_unsync();
         Ok(Response::from_parts(parts, body))
     }
 
@@ -294,9 +333,10 @@ impl Handler {
         if forward::has_passed(req.headers(), &self.state.via) {
             return Err(ProxyError::Loop { target: uri.to_string() });
         }
+        let req = self.forward_interim(req);
         if forward::is_upgrade(req.headers()) {
             record.action = "upgrade";
-            return Ok((forward::upgrade(&self.state, req, uri, &host, self.guard.clone()).await?, false));
+            return Ok((forward::upgrade(&self.state, req, uri, &host, (self.guard.clone(), self.downstream.clone())).await?, false));
         }
         let target = cached::Target { host: &host, uri, profile: &self.listener.profile };
         let served = cached::serve(&self.state, target, req).await?;
@@ -308,10 +348,58 @@ impl Handler {
 }
 
 impl Handler {
+    /// Arranges for the origin's interim responses (102, 103 Early Hints...) to `req` to reach
+    /// the client ahead of the final one, as a proxy must (RFC 9110 §15.2), when the client
+    /// speaks HTTP/1.1: never to an HTTP/1.0 client, which does not know them, and not over
+    /// HTTP/2, where hyper's server cannot send them. `100 Continue` is left out: hyper's server
+    /// sends its own when pith reads the request body.
+    fn forward_interim(&self, mut req: Request<Incoming>) -> Request<Incoming> {
+        let Some(sink) = self.interim.clone().filter(|_| req.version() == http::Version::HTTP_11) else { return req };
+        let client = self.client;
+        hyper::ext::on_informational(&mut req, move |interim| {
+            let status = interim.status();
+            if status == http::StatusCode::CONTINUE {
+                return;
+            }
+            if !sink.send_interim(&forward::interim_head(status, interim.headers())) {
+                tracing::debug!(%client, %status, "interim response dropped: the client has not read what it was sent");
+            }
+        });
+        req
+    }
+
     /// Takes a token from the client's bucket when `limits.client_rate` is set.
     fn check_rate(&self) -> Result<(), ProxyError> {
         let Some(rate) = &self.state.rate else { return Ok(()) };
         rate.check(self.client.ip()).map_err(|retry_after| ProxyError::RateLimited { client: self.client.ip(), retry_after })
+    }
+}
+
+/// The access record of a request whose response is not ready yet. When the client goes away
+/// or the shutdown drain ends, hyper drops the request's future and none of its steps runs
+/// again: dropped unanswered, this writes the line then, with status 0 and the outcome
+/// `client-gone` (or `shutdown`), so a client cannot hide a request by disconnecting early.
+struct Unanswered<'a> {
+    record: Option<AccessRecord>,
+    guard: &'a Guard,
+}
+
+impl Unanswered<'_> {
+    fn record(&mut self) -> &mut AccessRecord {
+        self.record.as_mut().expect("the record is taken only by answered(), which consumes this")
+    }
+
+    /// The record of an answered request, for the response body to write when it ends.
+    fn answered(mut self) -> AccessRecord {
+        self.record.take().expect("the record is taken only here, once")
+    }
+}
+
+impl Drop for Unanswered<'_> {
+    fn drop(&mut self) {
+        if let Some(record) = self.record.take() {
+            record.write(0, if self.guard.is_closing() { "shutdown" } else { "client-gone" });
+        }
     }
 }
 

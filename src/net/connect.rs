@@ -18,6 +18,10 @@
 //! - anything else, or nothing within [`FIRST_BYTES_WAIT`] (a protocol where the server
 //!   speaks first): the tunnel is opened and copied blindly, the bytes already read first.
 //!   Interception never breaks what it cannot read.
+//!
+//! Every tunnel, blind or intercepted, is closed when no byte has gone either way on the
+//! client's connection for `limits.tunnel_idle_timeout_ms`, and when a write to the client
+//! makes no progress for `limits.client_write_timeout_ms` ([`super::downstream`]).
 
 use std::time::{Duration, Instant};
 
@@ -30,6 +34,7 @@ use tokio::net::TcpStream;
 
 use super::bodies::{self, ProxyBody};
 use super::conn::{self, Handler};
+use super::downstream::{close_when_idle, Downstream};
 use super::error::ProxyError;
 use super::State;
 
@@ -66,14 +71,20 @@ pub async fn tunnel(handler: &Handler, req: Request<Incoming>) -> Result<Respons
         return Ok(ok());
     }
     let upstream = open(state, &host, port).await?;
-    let client = handler.client_addr();
+    let ends = Ends { client: handler.client_addr(), target: authority.to_string(), downstream: handler.downstream().clone(), idle: state.config.limits.tunnel_idle_timeout };
     // The tunnel holds the connection's slot: it counts against max_connections until it
     // closes, and shutdown waits for it (then closes it at the drain deadline).
     let guard = handler.guard().clone();
-    tokio::spawn(guard.tunnel(async move {
-        let Some(downstream) = upgraded(req, &authority).await else { return };
-        copy(downstream, upstream, &[], authority.to_string(), client).await;
-    }));
+    let (client, target) = (ends.client, ends.target.clone());
+    tokio::spawn(async move {
+        let copied = guard.tunnel(async move {
+            let Some(downstream) = upgraded(req, &authority).await else { return };
+            copy(downstream, upstream, &[], ends).await;
+        });
+        if copied.await.is_none() {
+            log_closed_at_deadline(client, &target);
+        }
+    });
     Ok(ok())
 }
 
@@ -114,19 +125,34 @@ async fn upgraded(req: Request<Incoming>, target: &Authority) -> Option<TokioIo<
     }
 }
 
-/// Copies both ways, after sending `first` (bytes already read from the client) upstream.
-async fn copy<D>(mut downstream: D, mut upstream: TcpStream, first: &[u8], target: String, client: std::net::SocketAddr)
+/// Who a tunnel connects, for its log line and its idle timeout.
+struct Ends {
+    client: std::net::SocketAddr,
+    target: String,
+    /// The client's raw connection, whose idle time closes the tunnel.
+    downstream: Downstream,
+    /// `limits.tunnel_idle_timeout`.
+    idle: Duration,
+}
+
+/// Copies both ways, after sending `first` (bytes already read from the client) upstream, until
+/// either side closes, a write to the client stalls (`limits.client_write_timeout_ms`) or no
+/// byte has gone either way for `limits.tunnel_idle_timeout_ms`.
+async fn copy<D>(mut downstream: D, mut upstream: TcpStream, first: &[u8], ends: Ends)
 where
     D: AsyncRead + AsyncWrite + Unpin,
 {
-    let start = Instant::now();
+    let (start, client, target) = (Instant::now(), ends.client, &ends.target);
     if let Err(e) = upstream.write_all(first).await {
         tracing::debug!(%client, %target, error = %e, "tunnel ended with an error");
         return;
     }
-    match tokio::io::copy_bidirectional(&mut downstream, &mut upstream).await {
-        Ok((up, down)) => tracing::info!(target: "pith::access", %client, method = "CONNECT", url = %target, client_to_origin = up + first.len() as u64, origin_to_client = down, ms = start.elapsed().as_millis() as u64, "tunnel closed"),
-        Err(e) => tracing::debug!(%client, %target, error = %e, "tunnel ended with an error"),
+    let copied = close_when_idle(&ends.downstream, ends.idle, tokio::io::copy_bidirectional(&mut downstream, &mut upstream)).await;
+    let ms = start.elapsed().as_millis() as u64;
+    match copied {
+        Some(Ok((up, down))) => tracing::info!(target: "pith::access", %client, method = "CONNECT", url = %target, client_to_origin = up + first.len() as u64, origin_to_client = down, ms, outcome = "ok", "tunnel closed"),
+        Some(Err(e)) => tracing::info!(target: "pith::access", %client, method = "CONNECT", url = %target, ms, outcome = "error", error = %e, "tunnel closed"),
+        None => tracing::info!(target: "pith::access", %client, method = "CONNECT", url = %target, ms, outcome = "idle", "tunnel closed: no byte either way for {} ms (limits.tunnel_idle_timeout_ms)", ends.idle.as_millis()),
     }
 }
 
@@ -135,7 +161,17 @@ where
 /// task `Send` inside `tunnel` itself would be a cycle for the compiler.
 fn spawn_intercept(req: Request<Incoming>, handler: Handler, host: String, port: u16) {
     let guard = handler.guard().clone();
-    tokio::spawn(guard.tunnel(intercept(req, handler, host, port)));
+    let (client, target) = (handler.client_addr(), format!("{host}:{port}"));
+    tokio::spawn(async move {
+        if guard.tunnel(intercept(req, handler, host, port)).await.is_none() {
+            log_closed_at_deadline(client, &target);
+        }
+    });
+}
+
+/// The access-log line of a tunnel still open at the drain deadline, which closed it.
+fn log_closed_at_deadline(client: std::net::SocketAddr, target: &str) {
+    tracing::info!(target: "pith::access", %client, method = "CONNECT", url = %target, outcome = "shutdown", "tunnel closed at the end of the shutdown drain");
 }
 
 /// An intercepted tunnel: TLS is terminated and served, anything else is copied blindly.
@@ -150,6 +186,7 @@ async fn intercept(req: Request<Incoming>, handler: Handler, host: String, port:
         Err(_elapsed) => 0,
     };
     let client = handler.client_addr();
+    let ends = Ends { client, target: authority.to_string(), downstream: handler.downstream().clone(), idle: handler.state().config.limits.tunnel_idle_timeout };
     if read > 0 && first[0] == TLS_HANDSHAKE {
         let budget = handler.state().config.limits.header_read_timeout;
         let Some(hello) = read_client_hello(&mut downstream, first[..read].to_vec(), budget).await else {
@@ -162,24 +199,24 @@ async fn intercept(req: Request<Incoming>, handler: Handler, host: String, port:
             }
             Sni::Never(sni) => {
                 tracing::info!(%client, %target, sni, "the ClientHello names a host on intercept.never: tunnelled untouched");
-                return blind(handler.state(), downstream, &host, port, &hello.bytes, &authority, client).await;
+                return blind(handler.state(), downstream, &host, port, &hello.bytes, ends).await;
             }
             Sni::Mismatch(sni) => {
                 return tracing::warn!(%client, %target, sni, "refused a TLS handshake whose SNI names another host than the CONNECT; pith issues certificates for the CONNECT host only");
             }
         }
     }
-    blind(handler.state(), downstream, &host, port, &first[..read], &authority, client).await;
+    blind(handler.state(), downstream, &host, port, &first[..read], ends).await;
 }
 
 /// Opens the tunnel's target and copies both ways, `first` (bytes already read) sent first.
-async fn blind<D>(state: &State, downstream: D, host: &str, port: u16, first: &[u8], authority: &Authority, client: std::net::SocketAddr)
+async fn blind<D>(state: &State, downstream: D, host: &str, port: u16, first: &[u8], ends: Ends)
 where
     D: AsyncRead + AsyncWrite + Unpin,
 {
     match open(state, host, port).await {
-        Ok(upstream) => copy(downstream, upstream, first, authority.to_string(), client).await,
-        Err(e) => tracing::warn!(%client, target = %authority, reason = %e.reason(), "tunnel for non-TLS bytes failed"),
+        Ok(upstream) => copy(downstream, upstream, first, ends).await,
+        Err(e) => tracing::warn!(client = %ends.client, target = %ends.target, reason = %e.reason(), "tunnel for non-TLS bytes failed"),
     }
 }
 
@@ -276,7 +313,11 @@ where
         }
         Err(_) => return tracing::debug!(%client, %target, "TLS handshake with the client timed out"),
     };
-    conn::serve_intercepted(tls, handler).await;
+    let http2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+    let (downstream, idle) = (handler.downstream().clone(), state.config.limits.tunnel_idle_timeout);
+    if close_when_idle(&downstream, idle, conn::serve_intercepted(tls, handler, http2)).await.is_none() {
+        tracing::debug!(%client, %target, "intercepted tunnel closed: no byte either way for {} ms (limits.tunnel_idle_timeout_ms)", idle.as_millis());
+    }
 }
 
 /// A stream whose first reads return bytes already taken from it (the peeked ClientHello).

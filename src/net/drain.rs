@@ -21,6 +21,8 @@ use std::time::Duration;
 use hyper_util::server::graceful::GracefulConnection;
 use tokio::sync::{watch, OwnedSemaphorePermit};
 
+use super::per_client::ClientSlot;
+
 /// How long shutdown waits, after closing what outlived the drain deadline, for those tasks to
 /// notice and end. Each only has to drop its sockets.
 const CLOSE_WAIT: Duration = Duration::from_secs(1);
@@ -49,10 +51,11 @@ impl Default for Drain {
 }
 
 impl Drain {
-    /// The guard of a newly accepted connection, holding its `max_connections` permit.
-    pub fn guard(&self, permit: OwnedSemaphorePermit) -> Guard {
+    /// The guard of a newly accepted connection, holding its `max_connections` permit and its
+    /// place in its client's count (`limits.max_connections_per_client`).
+    pub fn guard(&self, permit: OwnedSemaphorePermit, client: Option<ClientSlot>) -> Guard {
         self.open.fetch_add(1, Ordering::Relaxed);
-        let slot = Arc::new(Slot { _permit: permit, open: self.open.clone() });
+        let slot = Arc::new(Slot { _permit: permit, _client: client, open: self.open.clone() });
         Guard { phase: self.phase.subscribe(), _slot: slot }
     }
 
@@ -79,6 +82,7 @@ impl Drain {
 /// open until the last of them is gone.
 struct Slot {
     _permit: OwnedSemaphorePermit,
+    _client: Option<ClientSlot>,
     open: Arc<AtomicUsize>,
 }
 
@@ -113,6 +117,11 @@ impl Guard {
         }
     }
 
+    /// True once the drain deadline has passed and what is still open is being closed.
+    pub fn is_closing(&self) -> bool {
+        *self.phase.borrow() >= Phase::Closing
+    }
+
     /// Runs a tunnel (a byte copy, or an intercepted TLS session) until it ends on its own or
     /// the drain deadline passes. A blind tunnel has no request boundaries to stop at, so it
     /// is left alone while draining and only closed at the deadline. `None` when closed so.
@@ -144,7 +153,7 @@ mod tests {
     #[tokio::test]
     async fn a_tunnel_keeps_its_connection_counted_and_its_permit_taken() {
         let (drain, sem) = (Drain::default(), Arc::new(Semaphore::new(1)));
-        let guard = drain.guard(permit(&sem));
+        let guard = drain.guard(permit(&sem), None);
         let tunnel = guard.clone();
         drop(guard);
         assert_eq!((drain.open_connections(), sem.available_permits()), (1, 0), "the tunnel's clone holds the slot");
@@ -156,7 +165,7 @@ mod tests {
     async fn shutdown_lets_tunnels_finish_within_the_deadline() {
         let (drain, sem) = (Drain::default(), Arc::new(Semaphore::new(1)));
         let (finish_tx, finish_rx) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(drain.guard(permit(&sem)).tunnel(async move { finish_rx.await.is_ok() }));
+        let task = tokio::spawn(drain.guard(permit(&sem), None).tunnel(async move { finish_rx.await.is_ok() }));
         let shutdown = drain.shutdown(Duration::from_secs(60));
         tokio::pin!(shutdown);
         tokio::select! {
@@ -171,7 +180,7 @@ mod tests {
     #[tokio::test]
     async fn shutdown_closes_tunnels_still_open_at_the_deadline() {
         let (drain, sem) = (Drain::default(), Arc::new(Semaphore::new(2)));
-        let forever = tokio::spawn(drain.guard(permit(&sem)).tunnel(std::future::pending::<()>()));
+        let forever = tokio::spawn(drain.guard(permit(&sem), None).tunnel(std::future::pending::<()>()));
         // A short real deadline: the tunnel never ends, so only the deadline can close it.
         assert_eq!(drain.shutdown(Duration::from_millis(20)).await, 1);
         assert_eq!(forever.await.unwrap(), None, "closed, not finished");

@@ -79,6 +79,13 @@ pub enum ProxyError {
         /// The limit.
         max: usize,
     },
+    /// The client's request body could not be read: malformed chunking, or cut short.
+    #[error("the request body is malformed or incomplete: {}", describe(.source.as_ref()))]
+    ClientBody {
+        /// The error sending it on.
+        #[source]
+        source: Box<dyn StdError + Send + Sync>,
+    },
     /// The origin could not be reached (DNS, TCP, TLS).
     #[error("cannot connect to {host}: {}", describe(.source.as_ref()))]
     Connect {
@@ -150,6 +157,7 @@ impl ProxyError {
             | ProxyError::Loop { .. }
             | ProxyError::PortNotAllowed { .. }
             | ProxyError::RateLimited { .. }
+            | ProxyError::ClientBody { .. }
             | ProxyError::TooManyHeaders { .. } => Side::Downstream,
             ProxyError::Destination { source: super::resolve::ResolveError::Denied { .. } } => Side::Downstream,
             ProxyError::Destination { .. } => Side::Upstream,
@@ -163,7 +171,7 @@ impl ProxyError {
     /// The status the client gets.
     pub fn status(&self) -> StatusCode {
         match self {
-            ProxyError::BadRequest { .. } => StatusCode::BAD_REQUEST,
+            ProxyError::BadRequest { .. } | ProxyError::ClientBody { .. } => StatusCode::BAD_REQUEST,
             ProxyError::Forbidden { .. } | ProxyError::PortNotAllowed { .. } => StatusCode::FORBIDDEN,
             ProxyError::Destination { source: super::resolve::ResolveError::Denied { .. } } => StatusCode::FORBIDDEN,
             ProxyError::Destination { .. } => StatusCode::BAD_GATEWAY,

@@ -19,19 +19,26 @@ use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Request, Response, StatusCode, Uri};
 use hyper::body::Incoming;
 use hyper_rustls::HttpsConnector;
+use http_body_util::{Either, Empty};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 
 use super::bodies::{self, ProxyBody};
+use super::downstream::{close_when_idle, Downstream};
 use super::error::ProxyError;
+use super::pooled::{self, Stamping};
 use super::resolve::{CheckedResolver, DenyRules, ResolveError};
 use super::State;
 use crate::config::UpstreamConfig;
 
 /// The pooled client every request to an origin goes through. It resolves names with the
-/// deny rules checked ([`CheckedResolver`]).
-pub type UpstreamClient = Client<HttpsConnector<HttpConnector<CheckedResolver>>, Incoming>;
+/// deny rules checked ([`CheckedResolver`]), and stamps each connection with when it was opened
+/// ([`Stamping`]) so that a failure on a pooled connection can be told from one on a new one.
+pub type UpstreamClient = Client<Stamping<HttpsConnector<HttpConnector<CheckedResolver>>>, UpstreamBody>;
+
+/// A request body sent upstream: the client's own, or an empty one for a request sent again.
+pub type UpstreamBody = Either<Incoming, Empty<Bytes>>;
 
 /// Builds the upstream client from the config.
 pub fn client(cfg: &UpstreamConfig) -> UpstreamClient {
@@ -64,7 +71,7 @@ pub fn client(cfg: &UpstreamConfig) -> UpstreamClient {
         .pool_max_idle_per_host(cfg.pool_max_idle_per_host)
         .pool_timer(TokioTimer::new())
         .timer(TokioTimer::new())
-        .build(https)
+        .build(Stamping(https))
 }
 
 /// Headers that describe one connection, not the message (RFC 9110 §7.6.1), plus the
@@ -82,8 +89,13 @@ const HOP_BY_HOP: [HeaderName; 8] = [
 
 /// Removes hop-by-hop headers, including every header the `Connection` header names.
 /// `Upgrade` goes too: only [`upgrade`] forwards a protocol switch, and it sets the headers
-/// itself.
+/// itself. A message framed by `Transfer-Encoding` loses its `Content-Length` as well: the
+/// transfer coding overrides it, and a proxy must remove it (RFC 9112 §6.3). The body is
+/// decoded by its chunks, so a `Content-Length` passed on beside it would cut it short.
 pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    if headers.contains_key(header::TRANSFER_ENCODING) {
+        headers.remove(header::CONTENT_LENGTH);
+    }
     let named: Vec<HeaderName> = headers
         .get_all(header::CONNECTION)
         .iter()
@@ -95,6 +107,27 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
         headers.remove(name);
     }
     headers.remove(header::UPGRADE);
+}
+
+/// An interim (1xx) response from an origin, serialised for an HTTP/1.1 client: its status
+/// and its end-to-end headers (`Link` for 103 Early Hints).
+pub fn interim_head(status: StatusCode, headers: &HeaderMap) -> Vec<u8> {
+    let mut headers = headers.clone();
+    strip_hop_by_hop(&mut headers);
+    let reason = match status.as_u16() {
+        102 => "Processing",
+        103 => "Early Hints",
+        _ => status.canonical_reason().unwrap_or("Informational"),
+    };
+    let mut head = format!("HTTP/1.1 {} {reason}\r\n", status.as_u16()).into_bytes();
+    for (name, value) in &headers {
+        head.extend_from_slice(name.as_str().as_bytes());
+        head.extend_from_slice(b": ");
+        head.extend_from_slice(value.as_bytes());
+        head.extend_from_slice(b"\r\n");
+    }
+    head.extend_from_slice(b"\r\n");
+    head
 }
 
 /// Appends pith's `Via` entry to a message's headers.
@@ -137,12 +170,20 @@ pub fn prepare<B>(mut req: Request<B>, uri: Uri, via: Option<&HeaderValue>) -> R
 pub async fn send(client: &UpstreamClient, req: Request<Incoming>, host: &str, cfg: &UpstreamConfig) -> Result<Response<Incoming>, ProxyError> {
     check_address(req.uri(), cfg)?;
     let timeout = cfg.response_timeout;
-    match tokio::time::timeout(timeout, client.request(req)).await {
+    match tokio::time::timeout(timeout, pooled::send_again_if_stale(client, req, host)).await {
         Err(_) => Err(ProxyError::Timeout { host: host.to_string(), what: "send response headers", after: timeout }),
         Ok(Err(e)) if e.is_connect() => Err(connect_error(host, e)),
+        Ok(Err(e)) if is_client_body_error(&e) => Err(ProxyError::ClientBody { source: Box::new(e) }),
         Ok(Err(e)) => Err(ProxyError::Upstream { host: host.to_string(), source: Box::new(e) }),
         Ok(Ok(resp)) => Ok(resp),
     }
+}
+
+/// True when sending failed because the client's request body did (bad chunking, cut short):
+/// hyper reports an error of the body it was sending as a user error whose cause is that
+/// body's own error, here the client connection's.
+fn is_client_body_error(e: &hyper_util::client::legacy::Error) -> bool {
+    super::error::find::<hyper::Error>(e).is_some_and(|h| h.is_user() && h.source().is_some_and(|cause| cause.is::<hyper::Error>()))
 }
 
 /// The deny rules on a target given as an IP address, which the connector connects to
@@ -230,10 +271,11 @@ pub fn is_upgrade(headers: &HeaderMap) -> bool {
 /// Forwards a protocol-switch request. When the origin answers `101 Switching Protocols`,
 /// the client gets the `101` and both connections are spliced once each side has switched;
 /// any other answer is passed through as it is.
-/// The switched connections hold `guard`, the client connection's slot, until they close.
-pub async fn upgrade(state: &State, mut req: Request<Incoming>, uri: Uri, host: &str, guard: super::drain::Guard) -> Result<Response<ProxyBody>, ProxyError> {
+/// The switched connections hold `guard`, the client connection's slot, until they close, and
+/// are closed when `downstream` carries no byte for `limits.tunnel_idle_timeout_ms`.
+pub async fn upgrade(state: &State, mut req: Request<Incoming>, uri: Uri, host: &str, (guard, downstream): (super::drain::Guard, Downstream)) -> Result<Response<ProxyBody>, ProxyError> {
     let protocol = req.headers().get(header::UPGRADE).cloned().ok_or_else(|| ProxyError::BadRequest { reason: "Upgrade header missing".into() })?;
-    let downstream = hyper::upgrade::on(&mut req);
+    let switched_client = hyper::upgrade::on(&mut req);
     let via = state.config.upstream.send_via.then_some(&state.via);
     let mut req = prepare(req, uri, via)?;
     req.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
@@ -250,13 +292,19 @@ pub async fn upgrade(state: &State, mut req: Request<Incoming>, uri: Uri, host: 
     };
     parts.headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
     parts.headers.insert(header::UPGRADE, protocol);
-    tokio::spawn(guard.tunnel(splice(downstream, upstream, host.to_string())));
+    let idle = state.config.limits.tunnel_idle_timeout;
+    let host = host.to_string();
+    tokio::spawn(guard.tunnel(async move {
+        if close_when_idle(&downstream, idle, splice(switched_client, upstream, &host)).await.is_none() {
+            tracing::debug!(%host, "switched connection closed: no byte either way for {} ms (limits.tunnel_idle_timeout_ms)", idle.as_millis());
+        }
+    }));
     Ok(Response::from_parts(parts, bodies::full(Bytes::new())))
 }
 
 /// Copies bytes both ways between the switched client and origin connections until either
 /// side closes.
-async fn splice(downstream: hyper::upgrade::OnUpgrade, upstream: hyper::upgrade::OnUpgrade, host: String) {
+async fn splice(downstream: hyper::upgrade::OnUpgrade, upstream: hyper::upgrade::OnUpgrade, host: &str) {
     let (down, up) = tokio::join!(downstream, upstream);
     let (Ok(down), Ok(up)) = (down, up) else {
         tracing::debug!(%host, "a protocol switch did not complete on both sides");
@@ -302,6 +350,19 @@ mod tests {
     stripped!(proxy_credentials,
         [("proxy-authorization", "Basic abc"), ("proxy-connection", "keep-alive"), ("authorization", "Bearer t")],
         kept = ["authorization"], gone = ["proxy-authorization", "proxy-connection"]);
+    stripped!(length_beside_a_transfer_coding,
+        [("transfer-encoding", "chunked"), ("content-length", "5"), ("content-type", "text/plain")],
+        kept = ["content-type"], gone = ["transfer-encoding", "content-length"]);
+    stripped!(length_alone_is_kept,
+        [("content-length", "5")],
+        kept = ["content-length"], gone = []);
+    #[test]
+    fn an_interim_head_keeps_its_hints_and_drops_hop_by_hop_fields() {
+        let h = headers(&[("link", "</a.css>; rel=preload"), ("connection", "x-hop"), ("x-hop", "1")]);
+        let head = String::from_utf8(interim_head(StatusCode::from_u16(103).unwrap(), &h)).unwrap();
+        assert_eq!(head, "HTTP/1.1 103 Early Hints\r\nlink: </a.css>; rel=preload\r\n\r\n");
+    }
+
     stripped!(upgrade_and_trailer,
         [("upgrade", "websocket"), ("trailer", "x"), ("cookie", "a=b")],
         kept = ["cookie"], gone = ["upgrade", "trailer"]);

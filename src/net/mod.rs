@@ -2,13 +2,17 @@
 //!
 //! - [`Proxy`] binds every configured listener and runs their accept loops. Connections are
 //!   bounded by a semaphore (`limits.max_connections`; past it a connection waits briefly,
-//!   then gets 503); each gets its own task and a
-//!   [`conn::Handler`] that serves its requests one step at a time.
+//!   then gets 503) and per client (`limits.max_connections_per_client`); each gets its own
+//!   task and a [`conn::Handler`] that serves its requests one step at a time.
 //! - [`reload`]: the running [`State`], replaced whole when the configuration is reloaded
 //!   through a [`ProxyHandle`].
 //! - [`drain`]: connection slots, tunnels included, and the two phases of shutdown.
-//! - [`target`]: the request target, userinfo removed; [`admit`]: allow list and proxy authentication; [`rate`]: the per-client request rate.
-//! - [`forward`]: the pooled upstream client and request preparation.
+//! - [`target`]: the request target, userinfo removed; [`admit`]: allow list and proxy
+//!   authentication; [`rate`]: the per-client request rate; [`per_client`]: the per-client
+//!   connection cap.
+//! - [`downstream`]: the client's stream: write timeout, tunnel idle time, interim responses.
+//! - [`forward`]: the pooled upstream client and request preparation; [`pooled`]: a request
+//!   sent again when its pooled connection turns out closed by the origin.
 //! - [`cached`]: the cache step (lookup, single fill, revalidation), then forward and respond.
 //! - [`respond`]: classify a response, then pass it through or rewrite it.
 //! - [`connect`]: CONNECT: blind tunnels, and HTTPS interception with leaves from [`crate::tls`].
@@ -20,10 +24,13 @@ pub mod bodies;
 pub mod cached;
 pub mod conn;
 pub mod connect;
+pub mod downstream;
 pub mod drain;
 pub mod error;
 pub mod forward;
 pub mod own;
+pub mod per_client;
+pub mod pooled;
 pub mod rate;
 pub mod reload;
 pub mod resolve;

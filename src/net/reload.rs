@@ -26,6 +26,7 @@ use http::HeaderValue;
 use tokio::sync::Semaphore;
 
 use super::drain::Drain;
+use super::per_client::ClientCounts;
 use super::rate::RateLimiter;
 use super::{forward, load_certs, StartError, State};
 use crate::config::Config;
@@ -41,6 +42,8 @@ pub(super) struct Live {
     pub(super) limit: Arc<Semaphore>,
     /// Connection slots and shutdown phases.
     pub(super) drain: Drain,
+    /// Open connections per client, for `limits.max_connections_per_client`.
+    pub(super) clients: Arc<ClientCounts>,
     /// Serialises reloads; holds the `max_connections` last applied.
     reloading: Mutex<usize>,
 }
@@ -54,6 +57,7 @@ impl Live {
             configured,
             limit: Arc::new(Semaphore::new(max)),
             drain: Drain::default(),
+            clients: Arc::default(),
             reloading: Mutex::new(max),
         }
     }

@@ -44,8 +44,8 @@ pub struct Served {
     pub response: Response<ProxyBody>,
     /// "pass", "rewrite" or "too-large".
     pub action: &'static str,
-    /// Bytes read from the origin so far (all of them for a rewrite; a pass-through counts
-    /// the rest as it streams).
+    /// Bytes read from the origin, for a rewrite; 0 for a pass-through, whose bytes are all
+    /// counted as they stream to the client (those read before it was passed through too).
     pub origin_bytes: u64,
 }
 
@@ -233,11 +233,12 @@ where
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<bodies::BodyError>,
 {
-    let origin_bytes = read.iter().map(|b| b.len() as u64).sum();
     let (mut parts, body) = resp.into_parts();
     strip_response_hop_by_hop(&mut parts.headers, state);
     let body = Replay::new(read, body.map_err(Into::into)).boxed_unsync();
-    Served { response: Response::from_parts(parts, body), action, origin_bytes }
+    // Every byte, those read before the decision included, is counted as it is sent: the
+    // access log's body wrapper counts a pass-through's bytes as origin bytes.
+    Served { response: Response::from_parts(parts, body), action, origin_bytes: 0 }
 }
 
 fn strip_response_hop_by_hop(headers: &mut HeaderMap, state: &State) {
