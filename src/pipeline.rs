@@ -42,8 +42,20 @@ use crate::html::stage1::{self, RewriteError, Stage1Stats, TreeRules};
 pub enum Output {
     /// The filtered page, as HTML.
     Html,
-    /// Its visible text, one block per line (Crunch's "print only text").
+    /// Its visible text, one block per line (Crunch's "print only text"); in reading mode
+    /// after a title line and a byline-and-date line, so a listener hears what the page is.
     Text,
+    /// The text form without reading mode's title lines: the main content alone, which is
+    /// what extraction benchmarks compare (`pith extract --format content`). For a profile
+    /// without reading mode it is the text form.
+    Content,
+}
+
+impl Output {
+    /// True for the plain-text forms.
+    pub fn is_text(self) -> bool {
+        matches!(self, Output::Text | Output::Content)
+    }
 }
 
 /// What a client gets: a named set of rules and an output form.
@@ -251,7 +263,7 @@ pub fn process(
     };
     let content_type = match output {
         Output::Html => "text/html; charset=utf-8",
-        Output::Text => "text/plain; charset=utf-8",
+        Output::Text | Output::Content => "text/plain; charset=utf-8",
     };
     Ok(Page {
         body: body.into_bytes(),
@@ -350,17 +362,18 @@ fn reading_page(
                 let (body, removal) = declutter_page(fresh, stage2, output, page_url);
                 (body, Some(removal))
             }
-            None if output == Output::Text => (crate::render::text::render(&fresh), None),
+            None if output.is_text() => (crate::render::text::render(&fresh), None),
             None => (crate::render::html::render(&fresh), None),
         };
         let body = match output {
             Output::Html => crate::render::reader::insert_note(body, FALLBACK_NOTE),
-            Output::Text => body,
+            Output::Text | Output::Content => body,
         };
         return (body, removal, Reading { algorithm, fallback: Some(verdict), meta });
     }
     let body = match output {
-        Output::Text => crate::render::reader::render_text(&tree),
+        Output::Text => crate::render::reader::render_text(&mut tree, &meta),
+        Output::Content => crate::render::reader::render_content(&tree),
         Output::Html => {
             let original = page_url.or(meta.canonical.as_deref());
             let base = document_base(&tree, original);
@@ -423,7 +436,7 @@ fn declutter_page(mut tree: Tree, stage2: &Stage2, output: Output, page_url: Opt
             let page = crate::render::html::render(&tree);
             retainer::insert_html(&tree, page, &retainer::html_section(&retained))
         }
-        Output::Text => {
+        Output::Text | Output::Content => {
             let mut text = crate::render::text::render(&tree);
             text.push_str(&retainer::text_section(&retained));
             text
@@ -502,7 +515,11 @@ mod tests {
         assert!(html.contains("href=\"https://e.example/s/more\""), "{html}");
         assert!(!html.contains("Home") && !html.contains("<script") && !html.contains("datePublished"), "{html}");
         let (text, _) = read(&reader(Output::Text, Algorithm::Crunch), &doc, None);
-        assert!(text.starts_with("Story\nA paragraph"), "{text}");
+        assert!(text.starts_with("Story\n2024-01-02\nA paragraph"), "title and date lines first: {text}");
+        let content = process(&reader(Output::Text, Algorithm::Crunch), doc.as_bytes(), None, Output::Content, None).expect("page");
+        assert_eq!(content.content_type, "text/plain; charset=utf-8");
+        let content = String::from_utf8(content.body).expect("utf-8");
+        assert!(content.starts_with("Story\nA paragraph"), "the content alone, its heading kept: {content}");
     }
 
     #[test]
