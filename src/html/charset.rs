@@ -12,9 +12,13 @@
 //! declared one. Because the whole page is here before it is decoded, the same happens up front
 //! ([`late_meta`]): the rest of the page is scanned for the first `<meta>` the tree builder
 //! would act on, skipping what its tokenizer never reads as tags (comments, attribute values,
-//! the raw text of `<script>`, `<style>`, `<noscript>`, `<title>`, …). One deliberate exception:
-//! a page that is valid UTF-8 throughout and not plain ASCII stays UTF-8, whatever a late
-//! `<meta>` says, because such a declaration is far more often stale than the bytes are wrong.
+//! the raw text of `<script>`, `<style>`, `<noscript>`, `<title>`, …).
+//!
+//! One deliberate departure: a page that is valid UTF-8 throughout and not plain ASCII is read
+//! as UTF-8 whatever a `<meta>`, early or late, says, because such a declaration is far more
+//! often stale (a page re-saved or re-served as UTF-8) than the bytes are a legacy encoding that
+//! happens to be valid UTF-8. The header (and `pith extract --charset`) is still obeyed: it is
+//! the transport's word, and the way to override the bytes.
 
 use std::borrow::Cow;
 
@@ -42,14 +46,9 @@ pub enum CharsetSource {
     /// A `<meta>` after the first 1024 bytes declared another encoding than the guess, which
     /// was then changed to it (the HTML standard's "change the encoding").
     LateMeta,
-}
-
-impl CharsetSource {
-    /// True for a guess, which a later `<meta>` may still change: the HTML standard's
-    /// "tentative" confidence. A BOM, the header and the prescan's `<meta>` are certain.
-    pub fn is_tentative(self) -> bool {
-        matches!(self, CharsetSource::Sniffed | CharsetSource::Default)
-    }
+    /// A `<meta>` declared a legacy encoding, but the page is valid UTF-8 with non-ASCII text
+    /// throughout: UTF-8 was kept.
+    ValidUtf8,
 }
 
 /// The encoding chosen for a page and the evidence for it.
@@ -77,22 +76,10 @@ pub fn from_content_type(value: &str) -> Option<&'static Encoding> {
 /// Chooses the encoding of `doc`: BOM first (a BOM wins over the header, as in the HTML
 /// standard), then the header, then the `<meta>` prescan of the first 1024 bytes, then UTF-8 if
 /// the first 64 KiB are valid UTF-8 (a multi-byte character cut at the end is allowed), else
-/// windows-1252; a guess is then changed by a later `<meta>` ([`change_encoding`]).
+/// windows-1252; a guess is then changed by a later `<meta>` ([`late_meta`]). A `<meta>` that
+/// declares a legacy encoding for a page that is valid, non-ASCII UTF-8 throughout is
+/// overruled ([`CharsetSource::ValidUtf8`]).
 pub fn detect(content_type: Option<&str>, doc: &[u8]) -> Detected {
-    let guess = declared_or_guessed(content_type, doc);
-    if guess.source.is_tentative() {
-        if let Some(encoding) = change_encoding(guess.encoding, doc) {
-            return Detected {
-                encoding,
-                source: CharsetSource::LateMeta,
-            };
-        }
-    }
-    guess
-}
-
-/// [`detect`] without the change of encoding.
-fn declared_or_guessed(content_type: Option<&str>, doc: &[u8]) -> Detected {
     let found = |encoding, source| Detected { encoding, source };
     if let Some((encoding, _)) = Encoding::for_bom(doc) {
         return found(encoding, CharsetSource::Bom);
@@ -101,28 +88,35 @@ fn declared_or_guessed(content_type: Option<&str>, doc: &[u8]) -> Detected {
         return found(encoding, CharsetSource::Header);
     }
     if let Some(encoding) = prescan(&doc[..doc.len().min(PRESCAN_BYTES)]) {
-        return found(encoding, CharsetSource::Meta);
+        return meta_declared(encoding, doc, CharsetSource::Meta);
     }
-    if is_utf8_prefix(&doc[..doc.len().min(SNIFF_BYTES)]) {
-        return found(UTF_8, CharsetSource::Sniffed);
+    let guess = match is_utf8_prefix(&doc[..doc.len().min(SNIFF_BYTES)]) {
+        true => found(UTF_8, CharsetSource::Sniffed),
+        false => found(WINDOWS_1252, CharsetSource::Default),
+    };
+    // The standard's "change the encoding": another encoding than the guess; the same one
+    // makes the guess certain.
+    match late_meta(doc) {
+        Some(encoding) if encoding != guess.encoding => {
+            meta_declared(encoding, doc, CharsetSource::LateMeta)
+        }
+        _ => guess,
     }
-    found(WINDOWS_1252, CharsetSource::Default)
 }
 
-/// The HTML standard's "change the encoding" for a page decoded with the tentative `current`:
-/// the encoding the first `<meta>` the tree builder meets declares ([`late_meta`]), when it is
-/// another one. `None` keeps `current`: no such `<meta>`, the same encoding (which makes the
-/// guess certain), or a page that is valid UTF-8 with non-ASCII text throughout while the
-/// `<meta>` declares another encoding (see the module docs).
-pub fn change_encoding(current: &'static Encoding, doc: &[u8]) -> Option<&'static Encoding> {
-    let declared = late_meta(doc)?;
-    if declared == current {
-        return None;
+/// What a `<meta>` declaring `encoding` decides: that encoding, unless the page is valid UTF-8
+/// with non-ASCII text throughout. A page in a legacy encoding with any real amount of
+/// non-ASCII text is never valid UTF-8 by chance, while pages re-saved or re-served as UTF-8
+/// with their old `<meta>` left in are common; decoding those as declared garbles every
+/// non-ASCII character.
+fn meta_declared(encoding: &'static Encoding, doc: &[u8], source: CharsetSource) -> Detected {
+    if encoding != UTF_8 && !doc.is_ascii() && Encoding::utf8_valid_up_to(doc) == doc.len() {
+        return Detected {
+            encoding: UTF_8,
+            source: CharsetSource::ValidUtf8,
+        };
     }
-    if current == UTF_8 && !doc.is_ascii() && Encoding::utf8_valid_up_to(doc) == doc.len() {
-        return None;
-    }
-    Some(declared)
+    Detected { encoding, source }
 }
 
 /// The encoding declared by the first `<meta charset>` or `<meta http-equiv=content-type>`
@@ -130,7 +124,7 @@ pub fn change_encoding(current: &'static Encoding, doc: &[u8]) -> Option<&'stati
 /// windows-1252, as the standard says), as the tree builder meets them: what the tokenizer
 /// reads as text is skipped, the raw text of `<script>` and its kind included. Cheap on pages
 /// that never say `charset`: one case-insensitive search decides that.
-pub fn late_meta(doc: &[u8]) -> Option<&'static Encoding> {
+fn late_meta(doc: &[u8]) -> Option<&'static Encoding> {
     static CHARSET: std::sync::LazyLock<aho_corasick::AhoCorasick> =
         std::sync::LazyLock::new(|| {
             aho_corasick::AhoCorasick::builder()
@@ -599,6 +593,27 @@ mod tests {
         Default
     );
     detects!(
+        meta_on_valid_utf8_text_is_overruled,
+        None,
+        "<meta charset=gb2312><p>你好，世界</p>".as_bytes(),
+        UTF_8,
+        ValidUtf8
+    );
+    detects!(
+        meta_on_ascii_text_is_obeyed,
+        None,
+        b"<meta charset=gb2312><p>hello</p>",
+        GBK,
+        Meta
+    );
+    detects!(
+        header_on_valid_utf8_text_is_obeyed,
+        Some("text/html; charset=gbk"),
+        "<p>你好，世界</p>".as_bytes(),
+        GBK,
+        Header
+    );
+    detects!(
         meta_first_wins,
         None,
         b"<meta charset=gbk><meta charset=koi8-r>",
@@ -730,7 +745,7 @@ mod tests {
         None,
         "<meta charset=windows-1252><p>café</p>".as_bytes(),
         UTF_8,
-        Sniffed
+        ValidUtf8
     );
     changes!(
         late_meta_in_a_script_is_text,
