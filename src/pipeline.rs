@@ -434,11 +434,12 @@ struct HiddenPage {
 /// Reading mode from content only scripts would show: the largest hidden copy of the page
 /// (`<noscript>`, a template script, JSON-LD `articleBody`), put through stage 1 and, unless it
 /// is the article itself, the page's extractor; taken when it holds far more non-link text
-/// than the visible result ([`hidden::is_far_more`]) and passes [`judge`]. The hidden copies
-/// are measured by one search over the bytes first, so most pages are not parsed again.
+/// than the visible result ([`hidden::is_far_more`]) and passes [`judge`]. Only a short visible
+/// result is compared ([`hidden::MAX_VISIBLE`]), and the hidden copies are measured by one
+/// search over the bytes first, so most pages are not parsed again.
 fn from_hidden(visible: &Tree, source: &Source<'_>, job: &Extraction<'_>) -> Option<HiddenPage> {
     let kept = visible.body().map_or(0, |b| non_link_chars(&kept_stats_of(visible, b)));
-    let needed = hidden::bytes_needed(kept, MIN_CONTENT_CHARS);
+    let needed = hidden::bytes_needed(kept, MIN_CONTENT_CHARS)?;
     if hidden::largest_bytes(source.page) < needed {
         return None;
     }

@@ -8,9 +8,10 @@
 //! the extractor kept of the visible page ([`is_far_more`]). The decision and the extraction
 //! are the pipeline's; this module only finds and measures.
 //!
-//! Finding is two-step, so that pages that need none of this pay next to nothing:
+//! Finding is gated and two-step, so that pages that need none of this pay next to nothing: a
+//! visible result of an article's worth is never compared ([`MAX_VISIBLE`]); otherwise
 //! [`largest_bytes`] is one case-insensitive search over the page's bytes, an upper bound on
-//! what any hidden copy can hold; only when that bound could beat the visible result does
+//! what any hidden copy can hold, and only when that bound could beat the visible result does
 //! [`find`] parse the page and read the copies as the tree builder sees them (raw text of
 //! `<noscript>` and `<script>`, so `<noscript>` in a comment or a script string is not one).
 //!
@@ -79,11 +80,17 @@ pub fn is_far_more(hidden: u32, visible: u32, min_content: u32) -> bool {
     hidden >= min_content && hidden >= visible.saturating_mul(MIN_RATIO)
 }
 
+/// A visible result with this many characters of non-link text or more is an article's worth
+/// (some 250 words) and is not compared with hidden copies: what this module is for is a page
+/// that shows a tagline or a shell, and the search over the page's bytes costs about a tenth of
+/// the reading path on a large page, too much to pay on every article.
+pub const MAX_VISIBLE: u32 = 1500;
+
 /// The least number of bytes a hidden copy needs to possibly replace a visible result that kept
-/// `visible` characters: bytes are never fewer than the characters they spell, and markup only
-/// adds to them.
-pub fn bytes_needed(visible: u32, min_content: u32) -> usize {
-    visible.saturating_mul(MIN_RATIO).max(min_content) as usize
+/// `visible` characters (bytes are never fewer than the characters they spell, and markup only
+/// adds to them); `None` when the visible result is not compared at all ([`MAX_VISIBLE`]).
+pub fn bytes_needed(visible: u32, min_content: u32) -> Option<usize> {
+    (visible < MAX_VISIBLE).then(|| visible.saturating_mul(MIN_RATIO).max(min_content) as usize)
 }
 
 /// An upper bound on the size of the largest hidden copy in `page`, in bytes, from one search
@@ -321,7 +328,8 @@ mod tests {
         assert!(is_far_more(900, 300, 250));
         assert!(!is_far_more(899, 300, 250));
         assert!(!is_far_more(200, 0, 250), "too little to be an article");
-        assert_eq!(bytes_needed(0, 250), 250);
-        assert_eq!(bytes_needed(1000, 250), 3000);
+        assert_eq!(bytes_needed(0, 250), Some(250));
+        assert_eq!(bytes_needed(1000, 250), Some(3000));
+        assert_eq!(bytes_needed(MAX_VISIBLE, 250), None, "an article's worth is not compared");
     }
 }

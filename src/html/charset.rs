@@ -94,6 +94,10 @@ pub fn detect(content_type: Option<&str>, doc: &[u8]) -> Detected {
         true => found(UTF_8, CharsetSource::Sniffed),
         false => found(WINDOWS_1252, CharsetSource::Default),
     };
+    // No later <meta> can change this guess (see `meta_declared`), so none is looked for.
+    if guess.encoding == UTF_8 && is_utf8_text(doc) {
+        return guess;
+    }
     // The standard's "change the encoding": another encoding than the guess; the same one
     // makes the guess certain.
     match late_meta(doc) {
@@ -110,13 +114,18 @@ pub fn detect(content_type: Option<&str>, doc: &[u8]) -> Detected {
 /// with their old `<meta>` left in are common; decoding those as declared garbles every
 /// non-ASCII character.
 fn meta_declared(encoding: &'static Encoding, doc: &[u8], source: CharsetSource) -> Detected {
-    if encoding != UTF_8 && !doc.is_ascii() && Encoding::utf8_valid_up_to(doc) == doc.len() {
+    if encoding != UTF_8 && is_utf8_text(doc) {
         return Detected {
             encoding: UTF_8,
             source: CharsetSource::ValidUtf8,
         };
     }
     Detected { encoding, source }
+}
+
+/// True when the whole of `doc` is valid UTF-8 and not plain ASCII.
+fn is_utf8_text(doc: &[u8]) -> bool {
+    !doc.is_ascii() && Encoding::utf8_valid_up_to(doc) == doc.len()
 }
 
 /// The encoding declared by the first `<meta charset>` or `<meta http-equiv=content-type>`
@@ -745,7 +754,7 @@ mod tests {
         None,
         "<meta charset=windows-1252><p>café</p>".as_bytes(),
         UTF_8,
-        ValidUtf8
+        Sniffed
     );
     changes!(
         late_meta_in_a_script_is_text,
