@@ -330,6 +330,8 @@ struct Tally {
     failures: usize,
     /// Reading mode served the declutter page instead.
     fallbacks: usize,
+    /// Reading mode read a copy only scripts would show (`<noscript>`, a template, JSON-LD).
+    hidden: usize,
 }
 
 fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
@@ -375,9 +377,10 @@ fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
         }
         tally.files += 1;
         match extract_one(file, &profile, output, args.out_dir.as_deref(), input) {
-            Ok((n, fell_back)) => {
+            Ok((n, fell_back, hidden)) => {
                 tally.bytes += n;
                 tally.fallbacks += usize::from(fell_back);
+                tally.hidden += usize::from(hidden);
             }
             Err(e) => {
                 tally.failures += 1;
@@ -398,7 +401,7 @@ fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
         tally.bytes as f64 / 1e6 / secs.max(1e-9),
         tally.failures,
         match profile.reader {
-            Some(_) => format!(", {} reading-mode fallbacks", tally.fallbacks),
+            Some(_) => format!(", {} reading-mode fallbacks, {} read from hidden copies", tally.fallbacks, tally.hidden),
             None => String::new(),
         }
     );
@@ -450,8 +453,8 @@ fn learn_sites(profile: &pipeline::Profile, files: &[PathBuf], input: Input<'_>)
 }
 
 /// Runs one input through the pipeline; returns the input size and whether reading mode fell
-/// back to the declutter page.
-fn extract_one(file: &Path, profile: &pipeline::Profile, output: Output, out_dir: Option<&Path>, given: Input<'_>) -> anyhow::Result<(u64, bool)> {
+/// back to the declutter page, and whether it read a hidden copy of the page.
+fn extract_one(file: &Path, profile: &pipeline::Profile, output: Output, out_dir: Option<&Path>, given: Input<'_>) -> anyhow::Result<(u64, bool, bool)> {
     let input = if file == Path::new("-") {
         let mut buf = Vec::new();
         std::io::stdin().read_to_end(&mut buf).context("cannot read standard input")?;
@@ -461,6 +464,7 @@ fn extract_one(file: &Path, profile: &pipeline::Profile, output: Output, out_dir
     };
     let page = pipeline::process(profile, &input, given.content_type, output, given.url)?;
     let fell_back = page.reading.as_ref().is_some_and(|r| r.fallback.is_some());
+    let hidden = page.reading.as_ref().is_some_and(|r| r.hidden.is_some());
     match out_dir {
         None => std::io::stdout().write_all(&page.body).context("cannot write to standard output")?,
         Some(dir) => {
@@ -470,5 +474,5 @@ fn extract_one(file: &Path, profile: &pipeline::Profile, output: Output, out_dir
             std::fs::write(&path, &page.body).with_context(|| format!("cannot write {}", path.display()))?;
         }
     }
-    Ok((input.len() as u64, fell_back))
+    Ok((input.len() as u64, fell_back, hidden))
 }
