@@ -10,7 +10,7 @@
 //! A guess is only tentative. A browser's tree builder that meets a `<meta>` declaring another
 //! encoding later in the page "changes the encoding": it decodes the page again with the
 //! declared one. Because the whole page is here before it is decoded, the same happens up front
-//! ([`late_meta`]): the rest of the page is scanned for the first `<meta>` the tree builder
+//! (`late_meta`): the rest of the page is scanned for the first `<meta>` the tree builder
 //! would act on, skipping what its tokenizer never reads as tags (comments, attribute values,
 //! the raw text of `<script>`, `<style>`, `<noscript>`, `<title>`, …).
 //!
@@ -76,7 +76,7 @@ pub fn from_content_type(value: &str) -> Option<&'static Encoding> {
 /// Chooses the encoding of `doc`: BOM first (a BOM wins over the header, as in the HTML
 /// standard), then the header, then the `<meta>` prescan of the first 1024 bytes, then UTF-8 if
 /// the first 64 KiB are valid UTF-8 (a multi-byte character cut at the end is allowed), else
-/// windows-1252; a guess is then changed by a later `<meta>` ([`late_meta`]). A `<meta>` that
+/// windows-1252; a guess is then changed by a later `<meta>` (`late_meta`). A `<meta>` that
 /// declares a legacy encoding for a page that is valid, non-ASCII UTF-8 throughout is
 /// overruled ([`CharsetSource::ValidUtf8`]).
 pub fn detect(content_type: Option<&str>, doc: &[u8]) -> Detected {
