@@ -58,9 +58,16 @@ struct ExtractArgs {
     /// Profile to apply.
     #[arg(long, short, default_value = "declutter")]
     profile: String,
-    /// Output form; defaults to the profile's own.
+    /// Output form; defaults to the profile's own. `content` is the text form without the
+    /// title, byline and date lines reading mode puts first: the main content alone, as
+    /// extraction benchmarks score it.
     #[arg(long, short)]
     format: Option<Format>,
+    /// The encoding of input files whose bytes do not say (e.g. gb2312, windows-1251, a WHATWG
+    /// label), taken as the proxy takes a `Content-Type` charset: only a byte order mark in the
+    /// file overrides it.
+    #[arg(long)]
+    charset: Option<String>,
     /// Reading-mode extractor (pith, crunch, distribution, link-ratio, block-analysis,
     /// density, cetr, cetr-km, ccb, info-optics, site-redundancy); turns reading mode on for
     /// the profile. Default: the profile's (pith for `reader`).
@@ -99,8 +106,12 @@ enum CaAction {
 
 #[derive(Clone, Copy, ValueEnum)]
 enum Format {
+    /// The page as HTML (reading mode: its reading page).
     Html,
+    /// Plain text; in reading mode the title, byline and date lines, then the content.
     Text,
+    /// Plain text of the main content alone (reading mode without its title lines).
+    Content,
 }
 
 fn main() -> ExitCode {
@@ -317,6 +328,8 @@ struct Tally {
     failures: usize,
     /// Reading mode served the declutter page instead.
     fallbacks: usize,
+    /// Reading mode read a copy only scripts would show (`<noscript>`, a template, JSON-LD).
+    hidden: usize,
 }
 
 fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
@@ -338,25 +351,34 @@ fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
     let output = match args.format {
         Some(Format::Html) => Output::Html,
         Some(Format::Text) => Output::Text,
+        Some(Format::Content) => Output::Content,
         None => profile.output,
     };
+    // Given as a transport-layer charset is: the Content-Type the proxy would have seen.
+    let content_type = args.charset.as_ref().map(|label| format!("text/html; charset={label}"));
+    if let Some(ct) = content_type.as_deref().filter(|ct| pith::html::charset::from_content_type(ct).is_none()) {
+        eprintln!("pith: --charset: unknown encoding {:?} ({ct})", args.charset.unwrap_or_default());
+        return Ok(ExitCode::from(EX_USAGE));
+    }
+    let input = Input { content_type: content_type.as_deref(), url: args.url.as_deref() };
     if let Some(dir) = &args.out_dir {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
     let files = if args.files.is_empty() { vec![PathBuf::from("-")] } else { args.files };
     let progress = files.len() > 1 && std::io::stderr().is_terminal();
     let start = Instant::now();
-    learn_sites(&profile, &files, args.url.as_deref());
+    learn_sites(&profile, &files, input);
     let mut tally = Tally::default();
     for (i, file) in files.iter().enumerate() {
         if progress {
             eprint!("\r\x1b[K[{}/{}] {}", i + 1, files.len(), file.display());
         }
         tally.files += 1;
-        match extract_one(file, &profile, output, args.out_dir.as_deref(), args.url.as_deref()) {
-            Ok((n, fell_back)) => {
+        match extract_one(file, &profile, output, args.out_dir.as_deref(), input) {
+            Ok((n, fell_back, hidden)) => {
                 tally.bytes += n;
                 tally.fallbacks += usize::from(fell_back);
+                tally.hidden += usize::from(hidden);
             }
             Err(e) => {
                 tally.failures += 1;
@@ -377,7 +399,7 @@ fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
         tally.bytes as f64 / 1e6 / secs.max(1e-9),
         tally.failures,
         match profile.reader {
-            Some(_) => format!(", {} reading-mode fallbacks", tally.fallbacks),
+            Some(_) => format!(", {} reading-mode fallbacks, {} read from hidden copies", tally.fallbacks, tally.hidden),
             None => String::new(),
         }
     );
@@ -404,25 +426,33 @@ fn reading_profile(profile: &pipeline::Profile, algorithm: Option<&str>) -> Resu
     Ok(profile)
 }
 
+/// What `pith extract` knows of every input besides its bytes, as the proxy knows it from the
+/// response: the `Content-Type` (from `--charset`) and the page's address (`--url`).
+#[derive(Clone, Copy)]
+struct Input<'a> {
+    content_type: Option<&'a str>,
+    url: Option<&'a str>,
+}
+
 /// For the site-redundancy extractor: learns every input page under its host (`--url`'s, else
 /// the page's canonical address), so each page is judged against all the others of its site.
-fn learn_sites(profile: &pipeline::Profile, files: &[PathBuf], url: Option<&str>) {
+fn learn_sites(profile: &pipeline::Profile, files: &[PathBuf], input: Input<'_>) {
     let uses_memory = profile.reader.as_ref().is_some_and(|r| r.algorithm == pith::extract::algorithm::Algorithm::SiteRedundancy)
         || profile.stage2.as_ref().is_some_and(|s| s.sites.rules().iter().any(|r| r.algorithm == Some(pith::extract::algorithm::Algorithm::SiteRedundancy)));
     if !uses_memory {
         return;
     }
     for file in files.iter().filter(|f| *f != Path::new("-")) {
-        if let Ok(input) = std::fs::read(file) {
+        if let Ok(bytes) = std::fs::read(file) {
             // A page that cannot be learnt is still extracted (and its error reported) below.
-            let _ = pipeline::learn(profile, &input, None, url);
+            let _ = pipeline::learn(profile, &bytes, input.content_type, input.url);
         }
     }
 }
 
 /// Runs one input through the pipeline; returns the input size and whether reading mode fell
-/// back to the declutter page.
-fn extract_one(file: &Path, profile: &pipeline::Profile, output: Output, out_dir: Option<&Path>, url: Option<&str>) -> anyhow::Result<(u64, bool)> {
+/// back to the declutter page, and whether it read a hidden copy of the page.
+fn extract_one(file: &Path, profile: &pipeline::Profile, output: Output, out_dir: Option<&Path>, given: Input<'_>) -> anyhow::Result<(u64, bool, bool)> {
     let input = if file == Path::new("-") {
         let mut buf = Vec::new();
         std::io::stdin().read_to_end(&mut buf).context("cannot read standard input")?;
@@ -430,16 +460,17 @@ fn extract_one(file: &Path, profile: &pipeline::Profile, output: Output, out_dir
     } else {
         std::fs::read(file).context("cannot read the file")?
     };
-    let page = pipeline::process(profile, &input, None, output, url)?;
+    let page = pipeline::process(profile, &input, given.content_type, output, given.url)?;
     let fell_back = page.reading.as_ref().is_some_and(|r| r.fallback.is_some());
+    let hidden = page.reading.as_ref().is_some_and(|r| r.hidden.is_some());
     match out_dir {
         None => std::io::stdout().write_all(&page.body).context("cannot write to standard output")?,
         Some(dir) => {
             let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "stdin".into());
-            let ext = if output == Output::Text { "txt" } else { "html" };
+            let ext = if output == Output::Html { "html" } else { "txt" };
             let path = dir.join(format!("{stem}.{ext}"));
             std::fs::write(&path, &page.body).with_context(|| format!("cannot write {}", path.display()))?;
         }
     }
-    Ok((input.len() as u64, fell_back))
+    Ok((input.len() as u64, fell_back, hidden))
 }

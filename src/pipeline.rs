@@ -25,6 +25,7 @@ use std::sync::Arc;
 use crate::dom::{Filtered, Tree};
 use crate::extract::algorithm::Algorithm;
 use crate::extract::declutter::{self, Outcome};
+use crate::extract::hidden::{self, HiddenSource};
 use crate::extract::meta::{self, Meta};
 use crate::extract::site_redundancy::SiteMemory;
 use crate::extract::sites::SiteRules;
@@ -42,8 +43,20 @@ use crate::html::stage1::{self, RewriteError, Stage1Stats, TreeRules};
 pub enum Output {
     /// The filtered page, as HTML.
     Html,
-    /// Its visible text, one block per line (Crunch's "print only text").
+    /// Its visible text, one block per line (Crunch's "print only text"); in reading mode
+    /// after a title line and a byline-and-date line, so a listener hears what the page is.
     Text,
+    /// The text form without reading mode's title lines: the main content alone, which is
+    /// what extraction benchmarks compare (`pith extract --format content`). For a profile
+    /// without reading mode it is the text form.
+    Content,
+}
+
+impl Output {
+    /// True for the plain-text forms.
+    pub fn is_text(self) -> bool {
+        matches!(self, Output::Text | Output::Content)
+    }
 }
 
 /// What a client gets: a named set of rules and an output form.
@@ -145,6 +158,13 @@ pub struct Page {
 }
 
 impl Page {
+    /// What reading mode adds to the proxy's `x-pith` header: `source=<where>` when the
+    /// content came from a copy only scripts would show (e.g. `source=noscript`).
+    pub fn reading_summary(&self) -> Option<String> {
+        let hidden = self.reading.as_ref()?.hidden?;
+        Some(format!("source={hidden}"))
+    }
+
     /// The value of the proxy's `x-pith-fallback` header: set when reading mode served the
     /// declutter page, or when the removers' safety net served a gentler preset.
     pub fn fallback_header(&self) -> Option<String> {
@@ -160,6 +180,8 @@ pub struct Reading {
     pub algorithm: Algorithm,
     /// Set when the extractor left no clear main content and the declutter page was served.
     pub fallback: Option<NoMainContent>,
+    /// Set when the content came from a copy only scripts would show ([`hidden`]).
+    pub hidden: Option<HiddenSource>,
     /// The page's metadata.
     pub meta: Meta,
 }
@@ -251,7 +273,7 @@ pub fn process(
     };
     let content_type = match output {
         Output::Html => "text/html; charset=utf-8",
-        Output::Text => "text/plain; charset=utf-8",
+        Output::Text | Output::Content => "text/plain; charset=utf-8",
     };
     Ok(Page {
         body: body.into_bytes(),
@@ -273,9 +295,12 @@ struct Transformed {
 }
 
 /// The page a tree is built from, with the rules that build it ([`TreeRules`]): kept for the
-/// reading mode's fallback, which parses the page again.
+/// reading mode's fallback, which parses the page again, and for its hidden copies.
 #[derive(Clone, Copy)]
 struct Source<'a> {
+    /// The decoded page before stage 1 (which removes `<noscript>` and template scripts).
+    page: &'a str,
+    /// The page as stage 1 left it.
     html: &'a str,
     rules: &'a TreeRules,
 }
@@ -291,7 +316,7 @@ impl Source<'_> {
 fn parsed(profile: &Profile, utf8: &str, output: Output, page_url: Option<&str>) -> Result<Transformed, PipelineError> {
     let rules = TreeRules::of(&profile.rules);
     let (html, mut stats) = rules.rewrite(utf8)?;
-    let source = Source { html: &html, rules };
+    let source = Source { page: utf8, html: &html, rules };
     let (tree, filtered) = source.parse();
     stats.elements_removed += filtered.elements;
     stats.attributes_removed += filtered.attributes;
@@ -318,7 +343,8 @@ fn parsed(profile: &Profile, utf8: &str, output: Output, page_url: Option<&str>)
 }
 
 /// Reading mode over a parsed stage-1 page: metadata, extraction, judgement, then the reading
-/// page, or the declutter page when the extractor left no clear main content.
+/// page, or the declutter page when the extractor left no clear main content. A page whose
+/// content only scripts would show is read from its hidden copy instead ([`from_hidden`]).
 fn reading_page(
     mut tree: Tree,
     source: Source<'_>,
@@ -330,17 +356,16 @@ fn reading_page(
     let (meta, host) = prepare(&mut tree, page_url);
     let site = host.as_deref().zip(stage2).and_then(|(host, s)| s.sites.for_host(host));
     let algorithm = site.and_then(|s| s.algorithm).unwrap_or(reader.algorithm);
-    let mut removal = None;
-    match algorithm {
-        Algorithm::Crunch => removal = stage2.map(|s| run_removers(&mut tree, s, page_url).removal),
-        _ => {
-            if let (Algorithm::SiteRedundancy, true, Some(host)) = (algorithm, reader.learn, &host) {
-                reader.memory.learn(host, &tree);
-            }
-            algorithm.run(&mut tree, Some(&reader.memory), host.as_deref());
-        }
+    let job = Extraction { algorithm, reader, stage2, host: host.as_deref(), page_url };
+    let mut removal = job.run(&mut tree, reader.learn);
+    let original = page_url.or(meta.canonical.as_deref());
+    // From the page itself: a hidden copy has no <base> of its own.
+    let base = if output == Output::Html { document_base(&tree, original) } else { None };
+    let mut fallback = judge(&tree, algorithm);
+    let mut hidden = None;
+    if let Some(copy) = from_hidden(&tree, &source, &job) {
+        (tree, removal, hidden, fallback) = (copy.tree, copy.removal, Some(copy.source), None);
     }
-    let fallback = judge(&tree, algorithm);
     if let Some(verdict) = fallback {
         // The page as stage 1 left it, judged by the removers instead.
         let (mut fresh, _) = source.parse();
@@ -350,25 +375,88 @@ fn reading_page(
                 let (body, removal) = declutter_page(fresh, stage2, output, page_url);
                 (body, Some(removal))
             }
-            None if output == Output::Text => (crate::render::text::render(&fresh), None),
+            None if output.is_text() => (crate::render::text::render(&fresh), None),
             None => (crate::render::html::render(&fresh), None),
         };
         let body = match output {
             Output::Html => crate::render::reader::insert_note(body, FALLBACK_NOTE),
-            Output::Text => body,
+            Output::Text | Output::Content => body,
         };
-        return (body, removal, Reading { algorithm, fallback: Some(verdict), meta });
+        return (body, removal, Reading { algorithm, fallback: Some(verdict), hidden, meta });
     }
     let body = match output {
-        Output::Text => crate::render::reader::render_text(&tree),
+        Output::Text => crate::render::reader::render_text(&mut tree, &meta),
+        Output::Content => crate::render::reader::render_content(&tree),
         Output::Html => {
-            let original = page_url.or(meta.canonical.as_deref());
-            let base = document_base(&tree, original);
             let page = crate::render::reader::Page { meta: &meta, base: base.as_deref(), original };
             crate::render::reader::render(&mut tree, &page)
         }
     };
-    (body, removal, Reading { algorithm, fallback: None, meta })
+    (body, removal, Reading { algorithm, fallback: None, hidden, meta })
+}
+
+/// One page's extractor and what it runs with, so that a hidden copy of the page is extracted
+/// exactly as the page was.
+struct Extraction<'a> {
+    algorithm: Algorithm,
+    reader: &'a Reader,
+    stage2: Option<&'a Stage2>,
+    host: Option<&'a str>,
+    page_url: Option<&'a str>,
+}
+
+impl Extraction<'_> {
+    /// Runs the extractor over `tree`, learning the page first when `learn` (and the
+    /// extractor learns); the removers' report when the extractor is theirs.
+    fn run(&self, tree: &mut Tree, learn: bool) -> Option<Removal> {
+        if self.algorithm == Algorithm::Crunch {
+            return self.stage2.map(|s| run_removers(tree, s, self.page_url).removal);
+        }
+        if let (Algorithm::SiteRedundancy, true, Some(host)) = (self.algorithm, learn, self.host) {
+            self.reader.memory.learn(host, tree);
+        }
+        self.algorithm.run(tree, Some(&self.reader.memory), self.host);
+        None
+    }
+}
+
+/// The most hidden copies extracted for one page: the largest are tried first, and a page
+/// whose two largest copies both fail is not worth more parses.
+const MAX_HIDDEN_TRIES: usize = 2;
+
+/// A page read from a hidden copy ([`hidden`]).
+struct HiddenPage {
+    tree: Tree,
+    removal: Option<Removal>,
+    source: HiddenSource,
+}
+
+/// Reading mode from content only scripts would show: the largest hidden copy of the page
+/// (`<noscript>`, a template script, JSON-LD `articleBody`), put through stage 1 and, unless it
+/// is the article itself, the page's extractor; taken when it holds far more non-link text
+/// than the visible result ([`hidden::is_far_more`]) and passes [`judge`]. Only a short visible
+/// result is compared ([`hidden::MAX_VISIBLE`]), and the hidden copies are measured by one
+/// search over the bytes first, so most pages are not parsed again.
+fn from_hidden(visible: &Tree, source: &Source<'_>, job: &Extraction<'_>) -> Option<HiddenPage> {
+    let kept = visible.body().map_or(0, |b| non_link_chars(&kept_stats_of(visible, b)));
+    let needed = hidden::bytes_needed(kept, MIN_CONTENT_CHARS)?;
+    if hidden::largest_bytes(source.page) < needed {
+        return None;
+    }
+    for copy in hidden::find(source.page, needed).into_iter().take(MAX_HIDDEN_TRIES) {
+        let Ok((html, _)) = source.rules.rewrite(&copy.html) else { continue };
+        let (mut tree, _) = source.rules.parse(&html);
+        if tree.is_truncated() {
+            continue;
+        }
+        strip_scripts(&mut tree);
+        let removal = if copy.source.is_article() { None } else { job.run(&mut tree, false) };
+        let got = tree.body().map_or(0, |b| non_link_chars(&kept_stats_of(&tree, b)));
+        if hidden::is_far_more(got, kept, MIN_CONTENT_CHARS) && judge(&tree, job.algorithm).is_none() {
+            return Some(HiddenPage { tree, removal, source: copy.source });
+        }
+    }
+    None
 }
 
 /// The note on a declutter page served in place of a reading page.
@@ -423,7 +511,7 @@ fn declutter_page(mut tree: Tree, stage2: &Stage2, output: Output, page_url: Opt
             let page = crate::render::html::render(&tree);
             retainer::insert_html(&tree, page, &retainer::html_section(&retained))
         }
-        Output::Text => {
+        Output::Text | Output::Content => {
             let mut text = crate::render::text::render(&tree);
             text.push_str(&retainer::text_section(&retained));
             text
@@ -502,7 +590,63 @@ mod tests {
         assert!(html.contains("href=\"https://e.example/s/more\""), "{html}");
         assert!(!html.contains("Home") && !html.contains("<script") && !html.contains("datePublished"), "{html}");
         let (text, _) = read(&reader(Output::Text, Algorithm::Crunch), &doc, None);
-        assert!(text.starts_with("Story\nA paragraph"), "{text}");
+        assert!(text.starts_with("Story\n2024-01-02\nA paragraph"), "title and date lines first: {text}");
+        let content = process(&reader(Output::Text, Algorithm::Crunch), doc.as_bytes(), None, Output::Content, None).expect("page");
+        assert_eq!(content.content_type, "text/plain; charset=utf-8");
+        let content = String::from_utf8(content.body).expect("utf-8");
+        assert!(content.starts_with("Story\nA paragraph"), "the content alone, its heading kept: {content}");
+    }
+
+    /// A blog page whose post only scripts would show: the visible page is a menu and a
+    /// tagline, and `hidden` holds the post.
+    fn shell(hidden: &str) -> String {
+        format!(
+            "<html><head><title>A post | Blog</title>{head}</head><body><nav><a href=/>Home</a> <a href=/about>About</a></nav>\
+             <h1>Blog</h1><p>Thoughts on tides and harbours.</p>{body}<footer>(c) Blog</footer></body></html>",
+            head = if hidden.contains("ld+json") { hidden } else { "" },
+            body = if hidden.contains("ld+json") { "" } else { hidden },
+        )
+    }
+
+    fn post() -> String {
+        format!("<nav><a href=/a>Home</a> <a href=/b>Archive</a></nav><article><h2>A post</h2><p>{p}</p><p>{p}</p></article>", p = PROSE.repeat(2))
+    }
+
+    #[test]
+    fn a_post_only_in_noscript_is_read_from_there() {
+        let doc = shell(&format!("<noscript>{}</noscript><noscript><img src=/pixel.gif></noscript>", post()));
+        let page = process(&reader(Output::Content, Algorithm::Pith), doc.as_bytes(), None, Output::Content, None).expect("page");
+        assert_eq!(page.reading_summary().as_deref(), Some("source=noscript"));
+        let reading = page.reading.as_ref().expect("reading mode ran");
+        assert_eq!((reading.hidden, reading.fallback), (Some(HiddenSource::Noscript), None));
+        let text = String::from_utf8(page.body).expect("utf-8");
+        assert!(text.contains(PROSE.trim()) && !text.contains("Archive") && !text.contains("tagline"), "{text}");
+    }
+
+    #[test]
+    fn a_post_only_in_a_template_script_is_read_from_there() {
+        let doc = shell(&format!("<script type=\"text/x-template\" id=post>{}</script>", post()));
+        let (html, reading) = read(&reader(Output::Html, Algorithm::Pith), &doc, Some("https://blog.example/p/1"));
+        assert_eq!(reading.hidden, Some(HiddenSource::Template));
+        assert!(html.contains(">A post</h2>") && html.contains(PROSE.trim()) && !html.contains("Archive"), "{html}");
+    }
+
+    #[test]
+    fn a_post_only_in_json_ld_is_read_from_its_article_body() {
+        let body = format!("{p}\\n\\n{p}", p = PROSE.repeat(2).trim());
+        let doc = shell(&format!("<script type=application/ld+json>{{\"@type\":\"BlogPosting\",\"articleBody\":\"{body}\"}}</script>"));
+        let (text, reading) = read(&reader(Output::Content, Algorithm::Pith), &doc, None);
+        assert_eq!(reading.hidden, Some(HiddenSource::JsonLd));
+        assert_eq!(text, format!("{p}\n{p}\n", p = PROSE.repeat(2).trim()), "two paragraphs");
+    }
+
+    #[test]
+    fn a_visible_article_beats_its_hidden_copy() {
+        let visible = format!("<article><p>{}</p></article>", PROSE.repeat(4));
+        let doc = format!("<body>{visible}<noscript>{visible}{visible}</noscript></body>");
+        let page = process(&reader(Output::Content, Algorithm::Pith), doc.as_bytes(), None, Output::Content, None).expect("page");
+        assert_eq!(page.reading.as_ref().and_then(|r| r.hidden), None, "twice as much is not far more");
+        assert_eq!(page.reading_summary(), None);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Reading mode through the proxy: the `reader` profile serves the main content in pith's own
 //! page, falls back to the declutter page (with a note and `x-pith-fallback`) when a page has
-//! no clear main content, and a reading profile with `output = "text"` serves the content alone
-//! as plain text.
+//! no clear main content, and a reading profile with `output = "text"` serves the title, byline
+//! and date lines, then the content, as plain text.
 
 use crate::common::*;
 
@@ -47,13 +47,30 @@ async fn a_page_of_links_falls_back_to_the_declutter_page_and_says_so() {
 }
 
 #[tokio::test]
-async fn a_reading_profile_with_text_output_serves_the_content_alone() {
+async fn a_reading_profile_with_text_output_serves_the_title_then_the_content() {
     let origin = Origin::new().route("/a", |_| reply(&[("content-type", "text/html")], ARTICLE)).run().await;
     let pith = Pith::start("profile = \"quiet\"\n[profiles.quiet]\nrules = \"reader\"\noutput = \"text\"\nalgorithm = \"pith\"\n").await;
     let resp = pith.client().get(origin.url("/a")).send().await.unwrap();
     assert_eq!(resp.headers()["content-type"], "text/plain; charset=utf-8");
     let text = resp.text().await.unwrap();
-    assert!(text.lines().next().is_some_and(|l| l.starts_with("Every harbour master relies")), "the body first:\n{text}");
-    assert!(text.lines().any(|l| l.starts_with("Every harbour master relies")), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[..2], ["How the tide tables are made", "By Mira Okafor · 2024-06-01"], "the title, byline and date first:\n{text}");
+    assert!(lines[2].starts_with("Every harbour master relies"), "then the body:\n{text}");
+    assert_eq!(text.matches("How the tide tables are made").count(), 1, "the title is read once:\n{text}");
     assert!(!text.contains("Lifeboat station") && !text.contains('<'), "{text}");
+}
+
+#[tokio::test]
+async fn a_post_only_scripts_would_show_is_read_from_its_noscript_copy() {
+    let post = "<article><h2>Spring tides</h2><p>Spring tides come twice a month, at new and full moon, when the sun and the moon pull in line and the range between high and low water is at its widest.</p><p>Neap tides fall between them, with the sun and the moon at right angles, and the range at its narrowest; harbour masters plan dredging and repairs around them.</p></article>";
+    let page = format!("<html><head><title>Spring tides</title></head><body><h1>The Coastal Blog</h1><p>Notes from the harbour wall.</p><div id=app></div><noscript>{post}</noscript></body></html>");
+    let origin = Origin::new().route("/post", move |_| reply(&[("content-type", "text/html")], page.clone())).run().await;
+    let pith = Pith::start("profile = \"reader\"").await;
+    let resp = pith.client().get(origin.url("/post")).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let summary = resp.headers()["x-pith"].to_str().unwrap().to_string();
+    assert!(summary.contains("source=noscript"), "x-pith: {summary}");
+    assert!(resp.headers().get("x-pith-fallback").is_none());
+    let html = resp.text().await.unwrap();
+    assert!(html.contains("Neap tides fall between them") && !html.contains("Notes from the harbour wall"), "{html}");
 }

@@ -59,11 +59,15 @@ fuzz_target!(|data: &[u8]| {
     let (doc, control) = split_control::<2>(data);
     let content_type = CONTENT_TYPES[usize::from(control[0]) % CONTENT_TYPES.len()];
     let profile = &PROFILES[usize::from(control[1] >> 1) % PROFILES.len()];
-    let output = if control[1] & 1 == 0 { Output::Html } else { Output::Text };
+    let output = match (control[1] & 1, control[0] & 0x80) {
+        (0, _) => Output::Html,
+        (_, 0) => Output::Text,
+        _ => Output::Content,
+    };
 
     let page = match process(profile, doc, content_type, output, Some(PAGE_URL)) {
         Ok(page) => page,
-        Err(PipelineError::TooDeep { .. }) if output == Output::Text => return,
+        Err(PipelineError::TooDeep { .. }) if output.is_text() => return,
         Err(err) => panic!("profile {} ({output:?}) failed: {err}", profile.name),
     };
     let detected = charset::detect(content_type, doc);
@@ -71,7 +75,7 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(page.charset_source, detected.source);
     let want = match output {
         Output::Html => "text/html; charset=utf-8",
-        Output::Text => "text/plain; charset=utf-8",
+        Output::Text | Output::Content => "text/plain; charset=utf-8",
     };
     assert_eq!(page.content_type, want);
 

@@ -15,7 +15,9 @@
 //!
 //! [`presets`] holds Crunch's named presets as data; [`prose`] finds paragraphs and the page's
 //! main content, which the removers protect; [`declutter`] orchestrates and owns the safety net
-//! (a page never loses its main prose: a run that takes it means a gentler preset).
+//! (a page never loses its main prose: a run that takes it means a gentler preset). [`hidden`]
+//! finds content only scripts would show (`<noscript>`, template scripts, JSON-LD
+//! `articleBody`), which reading mode reads when the visible page holds next to nothing.
 //!
 //! This module owns what the removers share: the resolved [`Settings`], what a profile asks for
 //! ([`Options`]), the page [`Context`], the [`Removal`] report, statistics of the *kept* tree
@@ -30,6 +32,7 @@ pub mod cetr;
 pub mod declutter;
 pub mod density;
 pub mod distribution;
+pub mod hidden;
 pub mod info_optics;
 pub mod link_ratio;
 pub mod pith;

@@ -6,6 +6,19 @@
 //! declares nothing but is valid UTF-8 is almost always UTF-8 today, and windows-1252 (what
 //! browsers assume for Western locales, and a superset of ISO-8859-1) is the fallback. Stage 1
 //! and everything after it work on UTF-8 only; the proxy serves UTF-8 and says so.
+//!
+//! A guess is only tentative. A browser's tree builder that meets a `<meta>` declaring another
+//! encoding later in the page "changes the encoding": it decodes the page again with the
+//! declared one. Because the whole page is here before it is decoded, the same happens up front
+//! (`late_meta`): the rest of the page is scanned for the first `<meta>` the tree builder
+//! would act on, skipping what its tokenizer never reads as tags (comments, attribute values,
+//! the raw text of `<script>`, `<style>`, `<noscript>`, `<title>`, …).
+//!
+//! One deliberate departure: a page that is valid UTF-8 throughout and not plain ASCII is read
+//! as UTF-8 whatever a `<meta>`, early or late, says, because such a declaration is far more
+//! often stale (a page re-saved or re-served as UTF-8) than the bytes are a legacy encoding that
+//! happens to be valid UTF-8. The header (and `pith extract --charset`) is still obeyed: it is
+//! the transport's word, and the way to override the bytes.
 
 use std::borrow::Cow;
 
@@ -30,6 +43,12 @@ pub enum CharsetSource {
     Sniffed,
     /// Nothing was declared and the page is not UTF-8: windows-1252 was assumed.
     Default,
+    /// A `<meta>` after the first 1024 bytes declared another encoding than the guess, which
+    /// was then changed to it (the HTML standard's "change the encoding").
+    LateMeta,
+    /// A `<meta>` declared a legacy encoding, but the page is valid UTF-8 with non-ASCII text
+    /// throughout: UTF-8 was kept.
+    ValidUtf8,
 }
 
 /// The encoding chosen for a page and the evidence for it.
@@ -57,7 +76,9 @@ pub fn from_content_type(value: &str) -> Option<&'static Encoding> {
 /// Chooses the encoding of `doc`: BOM first (a BOM wins over the header, as in the HTML
 /// standard), then the header, then the `<meta>` prescan of the first 1024 bytes, then UTF-8 if
 /// the first 64 KiB are valid UTF-8 (a multi-byte character cut at the end is allowed), else
-/// windows-1252.
+/// windows-1252; a guess is then changed by a later `<meta>` (`late_meta`). A `<meta>` that
+/// declares a legacy encoding for a page that is valid, non-ASCII UTF-8 throughout is
+/// overruled ([`CharsetSource::ValidUtf8`]).
 pub fn detect(content_type: Option<&str>, doc: &[u8]) -> Detected {
     let found = |encoding, source| Detected { encoding, source };
     if let Some((encoding, _)) = Encoding::for_bom(doc) {
@@ -67,12 +88,61 @@ pub fn detect(content_type: Option<&str>, doc: &[u8]) -> Detected {
         return found(encoding, CharsetSource::Header);
     }
     if let Some(encoding) = prescan(&doc[..doc.len().min(PRESCAN_BYTES)]) {
-        return found(encoding, CharsetSource::Meta);
+        return meta_declared(encoding, doc, CharsetSource::Meta);
     }
-    if is_utf8_prefix(&doc[..doc.len().min(SNIFF_BYTES)]) {
-        return found(UTF_8, CharsetSource::Sniffed);
+    let guess = match is_utf8_prefix(&doc[..doc.len().min(SNIFF_BYTES)]) {
+        true => found(UTF_8, CharsetSource::Sniffed),
+        false => found(WINDOWS_1252, CharsetSource::Default),
+    };
+    // No later <meta> can change this guess (see `meta_declared`), so none is looked for.
+    if guess.encoding == UTF_8 && is_utf8_text(doc) {
+        return guess;
     }
-    found(WINDOWS_1252, CharsetSource::Default)
+    // The standard's "change the encoding": another encoding than the guess; the same one
+    // makes the guess certain.
+    match late_meta(doc) {
+        Some(encoding) if encoding != guess.encoding => {
+            meta_declared(encoding, doc, CharsetSource::LateMeta)
+        }
+        _ => guess,
+    }
+}
+
+/// What a `<meta>` declaring `encoding` decides: that encoding, unless the page is valid UTF-8
+/// with non-ASCII text throughout. A page in a legacy encoding with any real amount of
+/// non-ASCII text is never valid UTF-8 by chance, while pages re-saved or re-served as UTF-8
+/// with their old `<meta>` left in are common; decoding those as declared garbles every
+/// non-ASCII character.
+fn meta_declared(encoding: &'static Encoding, doc: &[u8], source: CharsetSource) -> Detected {
+    if encoding != UTF_8 && is_utf8_text(doc) {
+        return Detected {
+            encoding: UTF_8,
+            source: CharsetSource::ValidUtf8,
+        };
+    }
+    Detected { encoding, source }
+}
+
+/// True when the whole of `doc` is valid UTF-8 and not plain ASCII.
+fn is_utf8_text(doc: &[u8]) -> bool {
+    !doc.is_ascii() && Encoding::utf8_valid_up_to(doc) == doc.len()
+}
+
+/// The encoding declared by the first `<meta charset>` or `<meta http-equiv=content-type>`
+/// anywhere in `doc` that names a known encoding (UTF-16 read as UTF-8 and x-user-defined as
+/// windows-1252, as the standard says), as the tree builder meets them: what the tokenizer
+/// reads as text is skipped, the raw text of `<script>` and its kind included. Cheap on pages
+/// that never say `charset`: one case-insensitive search decides that.
+fn late_meta(doc: &[u8]) -> Option<&'static Encoding> {
+    static CHARSET: std::sync::LazyLock<aho_corasick::AhoCorasick> =
+        std::sync::LazyLock::new(|| {
+            aho_corasick::AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                .build(["charset"])
+                .expect("one literal pattern always builds")
+        });
+    CHARSET.find(doc)?;
+    scan(doc, Tokenizer::TreeBuilder)
 }
 
 /// Decodes the whole document to UTF-8 (BOM stripped, malformed sequences replaced by U+FFFD).
@@ -99,6 +169,36 @@ fn is_utf8_prefix(bytes: &[u8]) -> bool {
 
 /// The WHATWG "prescan a byte stream to determine its encoding" over `head`.
 fn prescan(head: &[u8]) -> Option<&'static Encoding> {
+    scan(head, Tokenizer::Prescan)
+}
+
+/// Which tokenizer's view of the bytes [`scan`] takes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tokenizer {
+    /// The standard's prescan: every `<meta` outside comments and attribute values counts.
+    Prescan,
+    /// What the tree builder meets: as the prescan, and the content of raw-text elements is
+    /// text, not tags.
+    TreeBuilder,
+}
+
+/// Elements whose content the tokenizer reads as text up to their end tag (scripting on, so
+/// `<noscript>` too); `<plaintext>` has no end tag, so the rest of the page is text.
+const RAW_TEXT: [&[u8]; 10] = [
+    b"script",
+    b"style",
+    b"noscript",
+    b"title",
+    b"textarea",
+    b"xmp",
+    b"iframe",
+    b"noembed",
+    b"noframes",
+    b"plaintext",
+];
+
+/// The prescan's loop over `head`, seen as `tokenizer` sees it.
+fn scan(head: &[u8], tokenizer: Tokenizer) -> Option<&'static Encoding> {
     let mut scanner = Scanner {
         bytes: head,
         pos: 0,
@@ -122,7 +222,11 @@ fn prescan(head: &[u8]) -> Option<&'static Encoding> {
                 return Some(encoding);
             }
         } else if is_tag_start(rest) {
+            let name = scanner.pos + 1;
             scanner.skip_tag()?;
+            if tokenizer == Tokenizer::TreeBuilder {
+                scanner.skip_raw_text(name)?;
+            }
         } else if rest.starts_with(b"<!") || rest.starts_with(b"</") || rest.starts_with(b"<?") {
             scanner.pos += find(rest, b">")?;
         }
@@ -205,6 +309,42 @@ impl Scanner<'_> {
         }
         while let Attr::Pair(..) = self.attribute()? {}
         Some(())
+    }
+
+    /// When the tag whose name starts at `name` opens a raw-text element ([`RAW_TEXT`]), moves
+    /// from its `>` (where [`Scanner::skip_tag`] leaves `pos`) to the `<` of its end tag.
+    /// `None` when the text runs to the end of the bytes.
+    fn skip_raw_text(&mut self, name: usize) -> Option<()> {
+        let tag = &self.bytes[name..];
+        let len = tag
+            .iter()
+            .position(|&b| is_space(b) || b == b'/' || b == b'>')
+            .unwrap_or(tag.len());
+        let tag = &tag[..len];
+        if !RAW_TEXT.iter().any(|raw| tag.eq_ignore_ascii_case(raw)) {
+            return Some(());
+        }
+        if tag.eq_ignore_ascii_case(b"plaintext") {
+            return None;
+        }
+        let mut from = self.pos;
+        loop {
+            let at = from + find(&self.bytes[from..], b"</")?;
+            let after = at + 2 + tag.len();
+            let ends = self
+                .bytes
+                .get(at + 2..after)
+                .is_some_and(|n| n.eq_ignore_ascii_case(tag))
+                && self
+                    .bytes
+                    .get(after)
+                    .is_none_or(|&b| is_space(b) || b == b'/' || b == b'>');
+            if ends {
+                self.pos = at;
+                return Some(());
+            }
+            from = at + 2;
+        }
     }
 
     /// The standard's "get an attribute": leaves `pos` on the byte after the attribute.
@@ -310,7 +450,7 @@ fn is_space(b: u8) -> bool {
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
+    memchr::memmem::find(haystack, needle)
 }
 
 fn find_ignore_case(haystack: &[u8], needle: &[u8]) -> Option<usize> {
@@ -328,7 +468,7 @@ fn starts_with_ignore_case(haystack: &[u8], prefix: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use encoding_rs::{GBK, ISO_8859_2, SHIFT_JIS, UTF_16BE, UTF_16LE, WINDOWS_1251};
+    use encoding_rs::{GBK, ISO_8859_2, KOI8_R, SHIFT_JIS, UTF_16BE, UTF_16LE, WINDOWS_1251};
 
     /// `detects!(name, content_type, document_bytes, ENCODING, Source)`
     macro_rules! detects {
@@ -462,6 +602,27 @@ mod tests {
         Default
     );
     detects!(
+        meta_on_valid_utf8_text_is_overruled,
+        None,
+        "<meta charset=gb2312><p>你好，世界</p>".as_bytes(),
+        UTF_8,
+        ValidUtf8
+    );
+    detects!(
+        meta_on_ascii_text_is_obeyed,
+        None,
+        b"<meta charset=gb2312><p>hello</p>",
+        GBK,
+        Meta
+    );
+    detects!(
+        header_on_valid_utf8_text_is_obeyed,
+        Some("text/html; charset=gbk"),
+        "<p>你好，世界</p>".as_bytes(),
+        GBK,
+        Header
+    );
+    detects!(
         meta_first_wins,
         None,
         b"<meta charset=gbk><meta charset=koi8-r>",
@@ -485,11 +646,185 @@ mod tests {
     );
     detects!(empty_document, None, b"", UTF_8, Sniffed);
 
+    /// `padding` bytes of ASCII text, then `tail`: a page whose `<meta>` the prescan misses.
+    fn late(tail: &[u8]) -> Vec<u8> {
+        let mut doc = format!(
+            "<html><head><title>t</title></head><body><p>{}</p>",
+            "a".repeat(PRESCAN_BYTES)
+        )
+        .into_bytes();
+        doc.extend_from_slice(tail);
+        doc
+    }
+
+    /// `changes!(name, content_type, tail_after_1024_bytes, ENCODING, Source)`
+    macro_rules! changes {
+        ($name:ident, $ct:expr, $tail:expr, $enc:expr, $src:ident) => {
+            #[test]
+            fn $name() {
+                let doc = late($tail);
+                assert_eq!(
+                    prescan(&doc[..PRESCAN_BYTES]),
+                    None,
+                    "the prescan must not see it"
+                );
+                let got = detect($ct, &doc);
+                assert_eq!(
+                    (got.encoding.name(), got.source),
+                    ($enc.name(), CharsetSource::$src),
+                    "tail: {:?}",
+                    String::from_utf8_lossy($tail)
+                );
+            }
+        };
+    }
+
+    changes!(
+        late_meta_changes_the_fallback,
+        None,
+        b"<meta charset=gbk><p>\xc4\xe3</p>",
+        GBK,
+        LateMeta
+    );
+    changes!(
+        late_meta_changes_an_ascii_sniff,
+        None,
+        b"<meta charset=shift_jis><p>x</p>",
+        SHIFT_JIS,
+        LateMeta
+    );
+    changes!(
+        late_http_equiv_in_capitals,
+        None,
+        b"<META HTTP-EQUIV=Content-Type CONTENT='text/html; CHARSET=gb2312'><p>\xc4\xe3</p>",
+        GBK,
+        LateMeta
+    );
+    changes!(
+        late_meta_same_as_the_guess_keeps_it,
+        None,
+        b"<meta charset=latin1><p>\xe9</p>",
+        WINDOWS_1252,
+        Default
+    );
+    changes!(
+        late_utf16_means_utf8,
+        None,
+        b"<meta charset=utf-16be><p>\xe9</p>",
+        UTF_8,
+        LateMeta
+    );
+    changes!(
+        late_x_user_defined_means_windows_1252,
+        None,
+        b"<meta charset=x-user-defined><p>x</p>",
+        WINDOWS_1252,
+        LateMeta
+    );
+    changes!(
+        late_meta_after_an_unknown_label,
+        None,
+        b"<meta charset=bogus><meta charset=koi8-r><p>\xe9</p>",
+        KOI8_R,
+        LateMeta
+    );
+    changes!(
+        late_first_meta_wins,
+        None,
+        b"<meta charset=gbk><meta charset=koi8-r><p>\xe9</p>",
+        GBK,
+        LateMeta
+    );
+    changes!(
+        late_meta_in_body_counts,
+        None,
+        b"<div><svg><meta charset=gbk></svg></div><p>\xe9</p>",
+        GBK,
+        LateMeta
+    );
+    changes!(
+        header_is_certain,
+        Some("text/html; charset=iso-8859-2"),
+        b"<meta charset=gbk><p>\xe9</p>",
+        ISO_8859_2,
+        Header
+    );
+    changes!(
+        valid_utf8_text_stays_utf8,
+        None,
+        "<meta charset=windows-1252><p>café</p>".as_bytes(),
+        UTF_8,
+        Sniffed
+    );
+    changes!(
+        late_meta_in_a_script_is_text,
+        None,
+        b"<script>document.write('<meta charset=gbk>')</script><p>\xe9</p>",
+        WINDOWS_1252,
+        Default
+    );
+    changes!(
+        late_meta_after_a_script_counts,
+        None,
+        b"<script type=module>if (a</b) x('</scripts>')</SCRIPT ><meta charset=gbk>\xe9",
+        GBK,
+        LateMeta
+    );
+    changes!(
+        late_meta_in_a_title_is_text,
+        None,
+        b"<title><meta charset=gbk></title>\xe9!",
+        WINDOWS_1252,
+        Default
+    );
+    changes!(
+        late_meta_in_noscript_is_text,
+        None,
+        b"<noscript><meta charset=gbk></noscript>\xe9!",
+        WINDOWS_1252,
+        Default
+    );
+    changes!(
+        late_meta_in_a_comment_is_not_seen,
+        None,
+        b"<!-- <meta charset=gbk> -->\xe9!",
+        WINDOWS_1252,
+        Default
+    );
+    changes!(
+        late_meta_in_an_attribute_is_not_seen,
+        None,
+        b"<a title='<meta charset=gbk>'>\xe9</a>",
+        WINDOWS_1252,
+        Default
+    );
+    changes!(
+        plaintext_runs_to_the_end,
+        None,
+        b"<plaintext></plaintext><meta charset=gbk>\xe9!",
+        WINDOWS_1252,
+        Default
+    );
+
     #[test]
-    fn meta_beyond_1024_bytes_is_not_seen() {
-        let mut doc = format!("<p>{}</p>", "a".repeat(PRESCAN_BYTES)).into_bytes();
-        doc.extend_from_slice(b"<meta charset=gbk><p>\xe9</p>");
-        assert_eq!(detect(None, &doc).source, CharsetSource::Default);
+    fn a_gb2312_page_with_its_meta_after_1024_bytes_decodes() {
+        let head = format!(
+            "<html><head><script>{}</script>",
+            "var tracking = 1;\n".repeat(80)
+        );
+        let page = format!("{head}<meta http-equiv=\"Content-Type\" content=\"text/html; charset=gb2312\"><title>中文网页</title></head><body><p>你好，世界。这是一个测试页面。</p></body></html>");
+        let (bytes, _, unmappable) = GBK.encode(&page);
+        assert!(!unmappable);
+        assert!(head.len() > PRESCAN_BYTES);
+        let detected = detect(Some("text/html"), &bytes);
+        assert_eq!(
+            detected,
+            Detected {
+                encoding: GBK,
+                source: CharsetSource::LateMeta
+            }
+        );
+        assert_eq!(to_utf8(&bytes, detected.encoding), page);
     }
 
     #[test]

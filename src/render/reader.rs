@@ -70,17 +70,7 @@ const STYLE: &str = concat!(
 /// `<main>`.
 pub fn render(tree: &mut Tree, page: &Page<'_>) -> String {
     let body = tree.body();
-    let title_heading = body.and_then(|b| leading_title_heading(tree, b, page.meta.title.as_deref()));
-    let title = page
-        .meta
-        .title
-        .clone()
-        .or_else(|| title_heading.map(|h| heading_text(tree, h)))
-        .filter(|t| !t.is_empty())
-        .unwrap_or_else(|| UNTITLED.to_string());
-    if let Some(h) = title_heading {
-        tree.remove(h);
-    }
+    let title = take_title(tree, page.meta).unwrap_or_else(|| UNTITLED.to_string());
     let base = page.base.and_then(|b| Url::parse(b).ok());
     let mut content = Content::new(tree, base);
     if let Some(body) = body {
@@ -97,12 +87,55 @@ pub fn render(tree: &mut Tree, page: &Page<'_>) -> String {
     out
 }
 
-/// Reading mode as plain text: the main content alone, one block per line (as [`super::text`]
-/// writes it), exactly as the extractor left it. The title and metadata belong to the HTML
-/// page's header; the text form is the article body, which is what a text client reads out and
-/// what extraction benchmarks compare.
-pub fn render_text(tree: &Tree) -> String {
+/// Reading mode as plain text, for a listener as much as a reader: the title on the first line,
+/// then `By <byline> · <date>` when either is known, then the content one block per line (as
+/// [`super::text`] writes it). As on the reading page, a leading content heading that repeats
+/// the title is not read twice. A page with no title known starts with its content.
+pub fn render_text(tree: &mut Tree, meta: &Meta) -> String {
+    let mut out = String::new();
+    if let Some(title) = take_title(tree, meta) {
+        out.push_str(&title);
+        out.push('\n');
+    }
+    if meta.byline.is_some() || meta.published.is_some() {
+        if let Some(by) = &meta.byline {
+            out.push_str("By ");
+            out.push_str(&one_line(by));
+        }
+        if let Some(date) = &meta.published {
+            if meta.byline.is_some() {
+                out.push_str(" · ");
+            }
+            out.push_str(iso_day(date).unwrap_or(date));
+        }
+        out.push('\n');
+    }
+    out.push_str(&super::text::render(tree));
+    out
+}
+
+/// The main content alone as plain text, one block per line, exactly as the extractor left it:
+/// what extraction benchmarks compare with their reference texts (`pith extract --format
+/// content`).
+pub fn render_content(tree: &Tree) -> String {
     super::text::render(tree)
+}
+
+/// The page's title: the metadata's, else a leading `h1` of the content. The leading `h1`/`h2`
+/// that repeats it is removed from `tree`, since the title is shown (or read) first anyway.
+/// `None` when the page states no title.
+fn take_title(tree: &mut Tree, meta: &Meta) -> Option<String> {
+    let heading = tree.body().and_then(|b| leading_title_heading(tree, b, meta.title.as_deref()));
+    let title = meta.title.as_deref().map(one_line).or_else(|| heading.map(|h| heading_text(tree, h))).filter(|t| !t.is_empty());
+    if let Some(h) = heading {
+        tree.remove(h);
+    }
+    title
+}
+
+/// `text` with its whitespace runs, line breaks included, collapsed to one space.
+fn one_line(text: &str) -> String {
+    crate::dom::words(text).collect::<Vec<_>>().join(" ")
 }
 
 /// A visible note for the top of a served page (e.g. "no clear main content"), inserted right
@@ -228,13 +261,17 @@ fn header(out: &mut String, page: &Page<'_>, title: &str) {
     out.push_str("</header>");
 }
 
-/// A date: ISO dates shown as `YYYY-MM-DD` in a `<time datetime>`, anything else as written.
-fn time(out: &mut String, date: &str) {
-    let day = date.get(..10).filter(|d| {
+/// The `YYYY-MM-DD` day of an ISO 8601 date; `None` for a date written otherwise.
+fn iso_day(date: &str) -> Option<&str> {
+    date.get(..10).filter(|d| {
         let b = d.as_bytes();
         b.iter().enumerate().all(|(i, c)| if i == 4 || i == 7 { *c == b'-' } else { c.is_ascii_digit() })
-    });
-    match day {
+    })
+}
+
+/// A date: ISO dates shown as `YYYY-MM-DD` in a `<time datetime>`, anything else as written.
+fn time(out: &mut String, date: &str) {
+    match iso_day(date) {
         Some(day) => {
             out.push_str("<time");
             attr(out, "datetime", day);
@@ -412,9 +449,27 @@ mod tests {
     }
 
     #[test]
-    fn text_form_is_the_content_alone() {
+    fn content_form_is_the_content_alone() {
         let tree = Tree::parse("<h1>Title</h1><p>One.</p><ul><li>Two</li></ul>");
-        assert_eq!(render_text(&tree), "Title\nOne.\nTwo\n");
+        assert_eq!(render_content(&tree), "Title\nOne.\nTwo\n");
+    }
+
+    #[test]
+    fn text_form_starts_with_the_title_then_byline_and_date() {
+        let m = Meta { byline: Some("Jane\n Doe".into()), published: Some("2024-03-05T10:00:00Z".into()), ..meta("The  Story") };
+        let mut tree = Tree::parse("<h1>The Story</h1><p>One.</p><ul><li>Two</li></ul>");
+        assert_eq!(render_text(&mut tree, &m), "The Story\nBy Jane Doe · 2024-03-05\nOne.\nTwo\n", "the heading is not read twice");
+        let m = Meta { published: Some("5 March 2024".into()), ..meta("Other") };
+        let mut tree = Tree::parse("<h1>The Story</h1><p>One.</p>");
+        assert_eq!(render_text(&mut tree, &m), "Other\n5 March 2024\nThe Story\nOne.\n", "a heading that is not the title stays");
+    }
+
+    #[test]
+    fn text_form_without_a_title_takes_the_leading_h1_or_none() {
+        let mut tree = Tree::parse("<h1>Found</h1><p>One.</p>");
+        assert_eq!(render_text(&mut tree, &Meta::default()), "Found\nOne.\n");
+        let mut tree = Tree::parse("<p>One.</p>");
+        assert_eq!(render_text(&mut tree, &Meta::default()), "One.\n", "no placeholder title is read out");
     }
 
     #[test]

@@ -18,6 +18,9 @@
 //!   contact or follow line holding an e-mail address or handle;
 //! - it is a pop-up card inside a sentence: an inline element with a picture and a list of
 //!   links;
+//! - it is a paragraph more than half link text with under 100 other characters, unless it
+//!   reads as a sentence ([`is_sentence`]) before the article's last lines: a lead that links
+//!   every name it mentions is prose, a closing "Follow us on …" line is not;
 //! - unless it is mostly a quotation (an embedded post included), which the article quotes,
 //!   it is a container (div, section, list, table, header) with fewer than ten commas, that is,
 //!   not a run of prose, and looks like clutter by its counts: more than a fifth link text (half
@@ -53,6 +56,13 @@ pub const MAX_CONTACT: u32 = 300;
 
 /// The article's tail: a block with at most this much prose after it (characters).
 pub const MAX_TAIL_PROSE: u32 = 200;
+
+/// The least text of a paragraph read as a sentence whatever its links (characters).
+pub const MIN_SENTENCE: u32 = 40;
+
+/// The most link text a paragraph read as a sentence holds: a lead paragraph that links the
+/// people and places it names is more than half links, a "read more" line is nearly all.
+pub const MAX_SENTENCE_LINKS: f32 = 0.8;
 
 /// The counts of a subtree's kept part that the conditional rules read.
 #[derive(Clone, Copy, Default, Debug)]
@@ -226,6 +236,13 @@ impl Judge<'_> {
         if let Some(verdict) = by_tag(tree, a, id, e, c, h) {
             return verdict;
         }
+        // Before the article's last lines, a paragraph that reads as a sentence is prose
+        // however many of its words are links (a lead that links every name it mentions);
+        // among them, such a line is a follow or licence line.
+        if e.name == local_name!("p") && is_link_paragraph(c) && (tail || !is_sentence(tree, id, c))
+        {
+            return true;
+        }
         if self.is_metadata(tree, id, e, c, tail) || is_card(e, c) {
             return true;
         }
@@ -309,9 +326,38 @@ fn by_tag(
         | local_name!("h4")
         | local_name!("h5")
         | local_name!("h6") => Some(h.weight() < 0 || c.link_density() > 0.5),
-        local_name!("p") if c.link_density() > 0.5 && c.chars - c.link_chars < 100 => Some(true),
         _ => None,
     }
+}
+
+/// A paragraph more than half link text, with little other text: a line of links, unless it
+/// reads as a sentence ([`is_sentence`]).
+fn is_link_paragraph(c: &Counts) -> bool {
+    c.link_density() > 0.5 && c.chars - c.link_chars < 100
+}
+
+/// A paragraph that reads as a sentence, so prose however many of its words are links (a lead
+/// that links every name it mentions): [`MIN_SENTENCE`] characters or more, at most
+/// [`MAX_SENTENCE_LINKS`] of them link text, ending as a sentence ends ([`ends_sentence`]).
+/// Link lists, "Related:" lines and teasers do not end so.
+fn is_sentence(tree: &Tree, id: NodeId, c: &Counts) -> bool {
+    c.chars >= MIN_SENTENCE && c.link_density() <= MAX_SENTENCE_LINKS && ends_sentence(tree, id)
+}
+
+/// Whether the last visible text of `id` ends with a sentence's final mark, in any script
+/// (`.` `!` `?` `…`, the ideographic and full-width stops, the Arabic question mark, the
+/// danda), closing quotes and brackets after it allowed.
+fn ends_sentence(tree: &Tree, id: NodeId) -> bool {
+    let last = tree
+        .descendants(id)
+        .filter(|&n| tree.is_shown(n))
+        .filter_map(|n| tree.text(n))
+        .filter(|t| !t.trim().is_empty())
+        .last();
+    let Some(text) = last else { return false };
+    let closers: &[char] = &['"', '\'', '”', '’', '»', '«', ')', ']', '）', '」', '』'];
+    let end = text.trim_end().trim_end_matches(closers).trim_end();
+    end.ends_with(['.', '!', '?', '…', '。', '！', '？', '؟', '।'])
 }
 
 /// A pop-up card inside running text: an inline element holding a picture and three links or
@@ -464,3 +510,64 @@ fn has_ancestor(tree: &Tree, id: NodeId, tag: &str) -> bool {
     tree.ancestors(id).take(8).any(|p| tree.tag(p) == Some(tag))
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::extract::pith::{extract, Params};
+
+    const PROSE: &str = "The council met for three hours on Tuesday evening, and the vote, when it came, was close. \
+        Residents had filled the hall, with many standing at the back, to hear the debate.";
+
+    fn extracted(html: &str) -> String {
+        let mut tree = Tree::parse(html);
+        extract(&mut tree, &Params::default());
+        crate::render::text::render(&tree)
+    }
+
+    #[test]
+    fn a_lead_paragraph_that_links_its_names_is_prose() {
+        // Two thirds of its text is links.
+        let lead = "<a href=/p/jane>Jane Doe</a>, the <a href=/t/mayor>mayor of Lakeside</a>, \
+            resigned on <a href=/d/tuesday>Tuesday</a> after a vote.";
+        let html = format!(
+            "<body><article><h1>Mayor resigns</h1><p>{lead}</p><p>{PROSE}</p><p>{PROSE}</p>\
+             <p><a href=/more>More stories from the council chamber</a> <a href=/x>and the town</a></p>\
+             <p>Follow us on <a href=/i>Instagram</a>, <a href=/f>Facebook</a> and <a href=/t>Twitter</a>.</p></article></body>"
+        );
+        let text = extracted(&html);
+        assert!(
+            text.contains("Jane Doe, the mayor of Lakeside, resigned on Tuesday after a vote."),
+            "the lead stays: {text}"
+        );
+        assert!(
+            !text.contains("More stories"),
+            "a line of links still goes: {text}"
+        );
+        assert!(
+            !text.contains("Follow us"),
+            "so does a sentence of links among the last lines: {text}"
+        );
+    }
+
+    #[test]
+    fn sentences_end_with_a_final_mark_in_any_script() {
+        for (html, expected) in [
+            ("<p>She said so <a href=/x>yesterday</a>.</p>", true),
+            ("<p>“Was it <a href=/x>him</a>?”</p>", true),
+            ("<p>市长<a href=/x>辞职</a>了。</p>", true),
+            (
+                "<p>Related: <a href=/x>Tunisia sends fighters abroad</a></p>",
+                false,
+            ),
+            ("<p>[Read: <a href=/x>Why Tunisia suffers</a>]</p>", false),
+            ("<p>Text.<span hidden>tail</span></p>", true),
+        ] {
+            let tree = Tree::parse(html);
+            let p = tree
+                .descendants(tree.root())
+                .find(|&n| tree.tag(n) == Some("p"))
+                .expect("a paragraph");
+            assert_eq!(ends_sentence(&tree, p), expected, "{html}");
+        }
+    }
+}
