@@ -5,7 +5,7 @@
 #
 # Builds `pith` once (release; PROFILE=fast for a quicker optimised build), then for each
 # algorithm the binary knows runs
-#   pith extract --profile reader --algorithm NAME --format content --out-dir OUT SET_DIR/*.html
+#   pith extract --profile reader --algorithm NAME --format text --out-dir OUT SET_DIR/*.html
 # in one process, scores OUT with ../shared/bench/score.py (shingle F1, precision, recall) and
 # reads pages/s from the extract summary (the whole path: read, charset, stage 1, tree,
 # metadata, extraction, rendering, write; one thread). The last column counts the pages where
@@ -47,7 +47,7 @@ echo "| algorithm | F1 | precision | recall | pages/s | fallbacks |"
 echo "|---|---|---|---|---|---|"
 for name in $algorithms; do
     rm -rf "${out:?}/$name"
-    "$pith" extract --profile reader --algorithm "$name" --format content --out-dir "$out/$name" \
+    "$pith" extract --profile reader --algorithm "$name" --format text --out-dir "$out/$name" \
         "$set_dir"/*.html 2>"$out/$name.log" || true
     summary=$(grep '^pith: [0-9]* files' "$out/$name.log" | tail -n 1)
     pages_per_s=$(sed -n 's/.*(\([0-9.]*\) files\/s.*/\1/p' <<<"$summary")

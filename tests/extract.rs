@@ -94,10 +94,27 @@ fn extract_reads_a_post_only_scripts_would_show_and_counts_it() {
     let post = "<article><p>Spring tides come twice a month, at new and full moon, when the sun and the moon pull in line and the range between high and low water is at its widest.</p><p>Neap tides fall between them, with the sun and the moon at right angles, and the range at its narrowest.</p></article>";
     std::fs::write(&page, format!("<html><head><title>Spring tides</title></head><body><h1>The Coastal Blog</h1><p>Notes from the harbour wall.</p><script type=\"text/template\">{post}</script></body></html>")).unwrap();
 
-    let output = pith(&[os("extract"), os("--profile"), os("reader"), os("--format"), os("content"), page.as_os_str()]);
+    let output = pith(&[os("extract"), os("--profile"), os("reader"), os("--format"), os("text"), page.as_os_str()]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
     assert!(stderr.contains("0 reading-mode fallbacks, 1 read from hidden copies"), "{stderr}");
     let text = String::from_utf8(output.stdout).unwrap();
     assert!(text.starts_with("Spring tides come twice a month") && text.contains("Neap tides") && !text.contains("harbour wall"), "{text}");
+}
+
+#[test]
+fn extract_prints_the_content_alone_as_text_and_the_title_lines_as_listener() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("tides.html");
+    let body = "<p>Spring tides come twice a month, at new and full moon, when the sun and the moon pull in line and the range between high and low water is at its widest.</p><p>Neap tides fall between them, with the sun and the moon at right angles, and the range at its narrowest of the month.</p><p>Harbour masters print both in their tables, for the boats that need the water.</p>";
+    std::fs::write(&page, format!("<html><head><title>Spring tides</title></head><body><article><h1>Spring tides</h1>{body}</article></body></html>")).unwrap();
+    let run = |format: &str| {
+        let output = pith(&[os("extract"), os("--profile"), os("reader"), os("--format"), os(format), page.as_os_str()]);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let content = run("text");
+    assert!(content.starts_with("Spring tides come twice a month"), "the content alone, for scoring: {content}");
+    let listener = run("listener");
+    assert!(listener.starts_with("Spring tides\n") && listener.contains("Spring tides come twice a month"), "the title line first: {listener}");
 }
