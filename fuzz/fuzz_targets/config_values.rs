@@ -88,6 +88,9 @@ const KEYS: &[(&str, &str, &[&str])] = &[
     ("limits", "client_burst", INTS),
     ("limits", "drain_timeout_ms", INTS),
     ("limits", "connection_wait_ms", INTS),
+    ("limits", "max_connections_per_client", INTS),
+    ("limits", "client_write_timeout_ms", INTS),
+    ("limits", "tunnel_idle_timeout_ms", INTS),
     ("filters", "dir", PATHS),
     ("filters", "ad_lists", PATH_LISTS),
     ("profiles.x", "rules", RULES),
@@ -177,14 +180,15 @@ fn assert_runnable(config: &Config, listen: Option<SocketAddr>, text: &str) {
         }
     }
     let (u, l) = (&config.upstream, &config.limits);
-    for (name, d) in [("connect", u.connect_timeout), ("response", u.response_timeout), ("body idle", u.body_idle_timeout), ("header read", l.header_read_timeout)] {
+    for (name, d) in [("connect", u.connect_timeout), ("response", u.response_timeout), ("body idle", u.body_idle_timeout), ("header read", l.header_read_timeout), ("client write", l.client_write_timeout), ("tunnel idle", l.tunnel_idle_timeout)] {
         assert!(!d.is_zero(), "a zero {name} timeout would fail every request:\n{text}");
     }
     let now = Instant::now();
-    for d in [u.connect_timeout, u.response_timeout, u.body_idle_timeout, u.pool_idle_timeout, l.header_read_timeout, l.drain_timeout, l.connection_wait] {
+    for d in [u.connect_timeout, u.response_timeout, u.body_idle_timeout, u.pool_idle_timeout, l.header_read_timeout, l.drain_timeout, l.connection_wait, l.client_write_timeout, l.tunnel_idle_timeout] {
         assert!(d <= Duration::from_secs(86_400) && now.checked_add(d).is_some(), "{d:?} overflows a deadline:\n{text}");
     }
     assert!((1..=tokio::sync::Semaphore::MAX_PERMITS).contains(&l.max_connections), "{} slots:\n{text}", l.max_connections);
+    assert!(l.max_connections_per_client >= 1, "a per-client cap of 0 admits no one:\n{text}");
     assert!(u32::try_from(l.max_header_bytes).is_ok() && l.max_header_bytes >= 8192, "{} header bytes:\n{text}", l.max_header_bytes);
     assert!(!u.connect_ports.contains(&0), "port 0:\n{text}");
     if let Some(dir) = text.lines().find_map(|line| line.strip_prefix("dir = \"")) {
