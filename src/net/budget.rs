@@ -6,9 +6,10 @@
 //! small elements about 20 bytes per input byte; see [`process_cost`]). Without a bound, a
 //! handful of large pages at once, or a burst of clients fetching one big page, take gigabytes.
 //!
-//! Every page to be rewritten reserves what it is expected to cost from one byte semaphore
+//! Every page to be rewritten reserves what it is expected to cost from one pool of bytes
 //! ([`Budget`]), before its body is read, and grows the reservation as its body arrives and its
-//! decoded size and markup are known ([`Reservation::cover`]). Past the budget a page waits up
+//! decoded size and markup are known ([`Reservation::cover`]); a page being read gets room freed
+//! before pages not started yet, so a burst cannot leave every page half read. Past the budget a page waits up
 //! to `limits.rewrite_memory_wait_ms`, then passes through unrewritten, streamed as the origin
 //! sent it (the bytes already read first), as pages over `limits.max_rewrite_bytes` do; the
 //! access log says `over-budget` and so does the response's `x-pith`. A page that could never
@@ -24,41 +25,102 @@
 //! The budget outlives a configuration reload unless its size or wait changes; a new budget
 //! then serves new pages while pages already running finish on the old one.
 
+use std::collections::VecDeque;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
-use tokio::sync::Semaphore;
+use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use crate::pipeline::{Output, Profile};
 
-/// Bytes per semaphore permit: permits are taken 2^32 at most at a time, so the budget counts
-/// KiB, not bytes.
-const UNIT: u64 = 1024;
-
 /// The rewrite memory budget shared by every request of a running proxy.
 #[derive(Debug)]
 pub struct Budget {
-    permits: Arc<Semaphore>,
-    units: u32,
+    pool: Arc<Mutex<Pool>>,
+    bytes: u64,
     wait: Duration,
 }
 
+/// The bytes not reserved, and the pages waiting for some, in two queues. Pages already being
+/// read that need more come first: were they to queue behind pages not yet started, a burst
+/// would leave every page half read, each waiting for room the others hold, until all gave up.
+/// Within a queue, first come first served, so a large page is not passed over for ever.
+#[derive(Debug)]
+struct Pool {
+    free: u64,
+    growing: VecDeque<Waiter>,
+    arriving: VecDeque<Waiter>,
+}
+
+#[derive(Debug)]
+struct Waiter {
+    bytes: u64,
+    granted: oneshot::Sender<()>,
+}
+
+impl Pool {
+    /// Hands free bytes to the waiters at the head of the queues, growing pages first. A waiter
+    /// that gave up meanwhile is passed over, and what it was handed taken back.
+    fn dispatch(&mut self) {
+        for queue in [Queue::Growing, Queue::Arriving] {
+            loop {
+                let waiters = self.queue(queue);
+                while waiters.front().is_some_and(|w| w.granted.is_closed()) {
+                    waiters.pop_front();
+                }
+                let Some(bytes) = waiters.front().map(|w| w.bytes) else { break };
+                if bytes > self.free {
+                    // Those behind wait their turn; arrivals wait for growing pages.
+                    return;
+                }
+                let Some(waiter) = self.queue(queue).pop_front() else { break };
+                if waiter.granted.send(()).is_ok() {
+                    self.free -= bytes;
+                }
+            }
+        }
+    }
+
+    fn queue(&mut self, queue: Queue) -> &mut VecDeque<Waiter> {
+        match queue {
+            Queue::Growing => &mut self.growing,
+            Queue::Arriving => &mut self.arriving,
+        }
+    }
+
+    fn release(&mut self, bytes: u64) {
+        self.free += bytes;
+        self.dispatch();
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Queue {
+    Growing,
+    Arriving,
+}
+
+fn lock(pool: &Mutex<Pool>) -> std::sync::MutexGuard<'_, Pool> {
+    // Nothing panics while holding it; a poisoned lock still holds whole counts.
+    pool.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 impl Budget {
-    /// A budget of `bytes` (at least one KiB), where a page waits at most `wait` for room.
+    /// A budget of `bytes`, where a page waits at most `wait` for room.
     pub fn new(bytes: u64, wait: Duration) -> Budget {
-        let units = u32::try_from(bytes.div_ceil(UNIT)).unwrap_or(u32::MAX).max(1);
-        Budget { permits: Arc::new(Semaphore::new(units as usize)), units, wait }
+        let pool = Pool { free: bytes, growing: VecDeque::new(), arriving: VecDeque::new() };
+        Budget { pool: Arc::new(Mutex::new(pool)), bytes, wait }
     }
 
     /// The whole budget, in bytes.
     pub fn bytes(&self) -> u64 {
-        u64::from(self.units) * UNIT
+        self.bytes
     }
 
     /// How long a page waits for room.
@@ -68,23 +130,23 @@ impl Budget {
 
     /// Bytes not reserved now.
     pub fn available(&self) -> u64 {
-        self.permits.available_permits() as u64 * UNIT
+        lock(&self.pool).free
     }
 
     /// Reserves `bytes` for a page, waiting up to the budget's wait for room. `None` when
     /// there was none by then, or when `bytes` is more than the whole budget.
     pub async fn reserve(&self, bytes: u64) -> Option<Reservation> {
-        let mut hold = Reservation { permits: self.permits.clone(), units: 0, total: self.units, deadline: Instant::now() + self.wait };
-        hold.grow(bytes, false).await.then_some(hold)
+        let mut hold = Reservation { pool: self.pool.clone(), bytes: 0, total: self.bytes, deadline: Instant::now() + self.wait };
+        hold.grow(bytes, Queue::Arriving).await.then_some(hold)
     }
 }
 
 /// Part of the budget held by one page; given back when dropped.
 #[derive(Debug)]
 pub struct Reservation {
-    permits: Arc<Semaphore>,
-    units: u32,
-    total: u32,
+    pool: Arc<Mutex<Pool>>,
+    bytes: u64,
+    total: u64,
     /// When waiting for room ends: the wait is for the page, not for each step of it.
     deadline: Instant,
 }
@@ -92,62 +154,66 @@ pub struct Reservation {
 impl Reservation {
     /// Bytes held.
     pub fn bytes(&self) -> u64 {
-        u64::from(self.units) * UNIT
+        self.bytes
     }
 
     /// Grows the reservation to at least `bytes`, waiting for room until the page's deadline
-    /// (past it, only room free now is taken). False, holding what it held, when there was none,
-    /// or when `bytes` is more than the whole budget.
+    /// (past it, only room free now is taken), before any page that has not started. False,
+    /// holding what it held, when there was none, or when `bytes` is more than the whole budget.
     pub async fn cover(&mut self, bytes: u64) -> bool {
-        self.grow(bytes, true).await
+        self.grow(bytes, Queue::Growing).await
     }
 
-    /// [`Reservation::cover`], taking half as much again as needed when `ahead` and there is room.
-    async fn grow(&mut self, bytes: u64, ahead: bool) -> bool {
-        let Ok(needed) = u32::try_from(bytes.div_ceil(UNIT)) else { return false };
-        if needed <= self.units {
+    async fn grow(&mut self, bytes: u64, queue: Queue) -> bool {
+        if bytes <= self.bytes {
             return true;
         }
-        if needed > self.total {
+        if bytes > self.total {
             return false;
         }
-        // Half as much again as needed, when there is room, so a page growing chunk by chunk
-        // does not come back to the semaphore for each one.
-        let more_ahead = if ahead { needed.saturating_add(needed / 2).min(self.total) } else { needed };
-        for want in [more_ahead, needed] {
-            let more = want - self.units;
-            if let Ok(permit) = self.permits.try_acquire_many(more) {
-                permit.forget();
-                self.units = want;
+        let granted = {
+            let mut pool = lock(&self.pool);
+            pool.dispatch();
+            let first = match queue {
+                Queue::Growing => pool.growing.is_empty(),
+                Queue::Arriving => pool.growing.is_empty() && pool.arriving.is_empty(),
+            };
+            if first && pool.free >= bytes - self.bytes {
+                // Half as much again as needed for a growing page, when there is room, so one
+                // growing chunk by chunk does not come back for each one.
+                let ahead = if queue == Queue::Growing { (bytes + bytes / 2).min(self.total) } else { bytes };
+                let take = (ahead - self.bytes).min(pool.free);
+                pool.free -= take;
+                self.bytes += take;
                 return true;
             }
-        }
-        let more = needed - self.units;
-        match tokio::time::timeout_at(self.deadline, self.permits.acquire_many(more)).await {
-            Ok(Ok(permit)) => {
-                permit.forget();
-                self.units = needed;
+            let (tx, rx) = oneshot::channel();
+            pool.queue(queue).push_back(Waiter { bytes: bytes - self.bytes, granted: tx });
+            rx
+        };
+        match tokio::time::timeout_at(self.deadline, granted).await {
+            Ok(Ok(())) => {
+                self.bytes = bytes;
                 true
             }
-            // Timed out; the semaphore is never closed.
+            // Timed out: the waiter's sender sees the receiver gone and is passed over.
             _ => false,
         }
     }
 
     /// Gives back all but `bytes`.
     pub fn shrink_to(&mut self, bytes: u64) {
-        let keep = u32::try_from(bytes.div_ceil(UNIT)).unwrap_or(u32::MAX);
-        if keep < self.units {
-            self.permits.add_permits((self.units - keep) as usize);
-            self.units = keep;
+        if bytes < self.bytes {
+            lock(&self.pool).release(self.bytes - bytes);
+            self.bytes = bytes;
         }
     }
 }
 
 impl Drop for Reservation {
     fn drop(&mut self) {
-        if self.units > 0 {
-            self.permits.add_permits(self.units as usize);
+        if self.bytes > 0 {
+            lock(&self.pool).release(self.bytes);
         }
     }
 }
@@ -315,6 +381,8 @@ mod tests {
     use super::*;
     use http_body_util::BodyExt;
 
+    const UNIT: u64 = 1024;
+
     #[tokio::test]
     async fn reservations_wait_then_fail_and_give_back_on_drop() {
         let budget = Budget::new(100 * UNIT, Duration::from_millis(20));
@@ -338,6 +406,27 @@ mod tests {
         });
         assert!(budget.reserve(50 * UNIT).await.is_some());
         release.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_page_being_read_grows_before_a_page_not_started() {
+        let budget = Arc::new(Budget::new(100 * UNIT, Duration::from_millis(200)));
+        let mut reading = budget.reserve(60 * UNIT).await.unwrap();
+        let other = budget.reserve(30 * UNIT).await.unwrap();
+        let waiting = budget.clone();
+        let arriving = tokio::spawn(async move { waiting.reserve(40 * UNIT).await.map(|r| r.bytes()) });
+        while lock(&budget.pool).arriving.is_empty() {
+            tokio::task::yield_now().await;
+        }
+        let release = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            drop(other);
+        });
+        assert!(reading.cover(80 * UNIT).await, "the page being read gets the room freed");
+        assert_eq!(arriving.await.unwrap(), None, "the page not started found what was left too small");
+        release.await.unwrap();
+        drop(reading);
+        assert_eq!(budget.available(), 100 * UNIT, "nothing lost to the waiter that gave up");
     }
 
     #[tokio::test]
