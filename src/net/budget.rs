@@ -50,10 +50,14 @@ pub struct Budget {
 /// The bytes not reserved, and the pages waiting for some, in two queues. Pages already being
 /// read that need more come first: were they to queue behind pages not yet started, a burst
 /// would leave every page half read, each waiting for room the others hold, until all gave up.
-/// Within a queue, first come first served, so a large page is not passed over for ever.
+/// Within a queue, first come first served, so a large page is not passed over for ever. A page
+/// not started is let in only while an eighth of the budget stays free for the pages being read
+/// ([`Pool::room_for_arrival`]): each reserves its estimate by its length first and grows once
+/// its markup is counted.
 #[derive(Debug)]
 struct Pool {
     free: u64,
+    total: u64,
     growing: VecDeque<Waiter>,
     arriving: VecDeque<Waiter>,
 }
@@ -75,7 +79,8 @@ impl Pool {
                     waiters.pop_front();
                 }
                 let Some(bytes) = waiters.front().map(|w| w.bytes) else { break };
-                if bytes > self.free {
+                let room = if queue == Queue::Growing { bytes <= self.free } else { self.room_for_arrival(bytes) };
+                if !room {
                     // Those behind wait their turn; arrivals wait for growing pages.
                     return;
                 }
@@ -85,6 +90,12 @@ impl Pool {
                 }
             }
         }
+    }
+
+    /// Whether a page not started may take `bytes`: an eighth of the budget stays free for the
+    /// pages being read, unless nothing is being read at all.
+    fn room_for_arrival(&self, bytes: u64) -> bool {
+        bytes <= self.free && (self.free == self.total || self.free - bytes >= self.total / 8)
     }
 
     fn queue(&mut self, queue: Queue) -> &mut VecDeque<Waiter> {
@@ -114,7 +125,7 @@ fn lock(pool: &Mutex<Pool>) -> std::sync::MutexGuard<'_, Pool> {
 impl Budget {
     /// A budget of `bytes`, where a page waits at most `wait` for room.
     pub fn new(bytes: u64, wait: Duration) -> Budget {
-        let pool = Pool { free: bytes, growing: VecDeque::new(), arriving: VecDeque::new() };
+        let pool = Pool { free: bytes, total: bytes, growing: VecDeque::new(), arriving: VecDeque::new() };
         Budget { pool: Arc::new(Mutex::new(pool)), bytes, wait }
     }
 
@@ -174,11 +185,11 @@ impl Reservation {
         let granted = {
             let mut pool = lock(&self.pool);
             pool.dispatch();
-            let first = match queue {
-                Queue::Growing => pool.growing.is_empty(),
-                Queue::Arriving => pool.growing.is_empty() && pool.arriving.is_empty(),
+            let now = match queue {
+                Queue::Growing => pool.growing.is_empty() && pool.free >= bytes - self.bytes,
+                Queue::Arriving => pool.growing.is_empty() && pool.arriving.is_empty() && pool.room_for_arrival(bytes - self.bytes),
             };
-            if first && pool.free >= bytes - self.bytes {
+            if now {
                 // Half as much again as needed for a growing page, when there is room, so one
                 // growing chunk by chunk does not come back for each one.
                 let ahead = if queue == Queue::Growing { (bytes + bytes / 2).min(self.total) } else { bytes };
@@ -389,6 +400,8 @@ mod tests {
         let first = budget.reserve(60 * UNIT).await.expect("room");
         assert_eq!(budget.available(), 40 * UNIT);
         assert!(budget.reserve(60 * UNIT).await.is_none(), "no room within the wait");
+        assert!(budget.reserve(30 * UNIT).await.is_none(), "an eighth of the budget stays for pages being read");
+        assert!(budget.reserve(25 * UNIT).await.is_some());
         assert!(budget.reserve(101 * UNIT).await.is_none(), "more than the whole budget");
         drop(first);
         assert_eq!(budget.available(), 100 * UNIT);
@@ -412,7 +425,7 @@ mod tests {
     async fn a_page_being_read_grows_before_a_page_not_started() {
         let budget = Arc::new(Budget::new(100 * UNIT, Duration::from_millis(200)));
         let mut reading = budget.reserve(60 * UNIT).await.unwrap();
-        let other = budget.reserve(30 * UNIT).await.unwrap();
+        let other = budget.reserve(25 * UNIT).await.unwrap();
         let waiting = budget.clone();
         let arriving = tokio::spawn(async move { waiting.reserve(40 * UNIT).await.map(|r| r.bytes()) });
         while lock(&budget.pool).arriving.is_empty() {
