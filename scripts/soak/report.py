@@ -180,9 +180,11 @@ def main():
 
     print("# pith soak run\n")
     loads = [s["load1"] for s in samples]
-    print("binary %s, %s s of load and faults, %s cores; machine load average (1 min) during the run: "
+    what = ("a warm-up and %s s of attacks" % env.get("attack_secs") if env.get("only_attacks") == "1"
+            else "%s s of load and faults, then %s s of attacks" % (env.get("secs"), env.get("attack_secs", "0")))
+    print("binary %s, %s, %s cores; machine load average (1 min) during the run: "
           "min %.2f, mean %.2f, max %.2f; at the end %s\n" % (
-              env.get("bin"), env.get("secs"), env.get("nproc"), min(loads or [0]),
+              env.get("bin"), what, env.get("nproc"), min(loads or [0]),
               sum(loads) / max(len(loads), 1), max(loads or [0]), env.get("load_end")))
 
     # --- load ------------------------------------------------------------------------------------
