@@ -202,14 +202,20 @@ impl Reservation {
             pool.queue(queue).push_back(Waiter { bytes: bytes - self.bytes, granted: tx });
             rx
         };
-        match tokio::time::timeout_at(self.deadline, granted).await {
-            Ok(Ok(())) => {
-                self.bytes = bytes;
-                true
+        let mut granted = granted;
+        let got = match tokio::time::timeout_at(self.deadline, &mut granted).await {
+            Ok(answer) => answer.is_ok(),
+            // Timed out. Closing stops a grant from now on (the waiter is then passed over);
+            // one made just before the close is kept, or it would be lost to the budget.
+            Err(_) => {
+                granted.close();
+                granted.try_recv().is_ok()
             }
-            // Timed out: the waiter's sender sees the receiver gone and is passed over.
-            _ => false,
+        };
+        if got {
+            self.bytes = bytes;
         }
+        got
     }
 
     /// Gives back all but `bytes`.
