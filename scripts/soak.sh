@@ -19,11 +19,17 @@
 # checks each outcome; scripts/soak/sample.sh records pith's RSS, fds, CPU and cache every
 # --interval seconds. Afterwards it waits for pith's fds to fall back to their baseline,
 # checks that pith still serves a normal page on every listener, and scripts/soak/report.py
-# prints the tables and the verdict (see scripts/soak/README.md). Exit status 0 only when the
+# prints the tables and the verdict (see scripts/soak/README.md).
+# Then the attack phase (--attack-secs, 60 by default): scripts/soak/attack.py opens 200 clients
+# that never read an oversized page, idle CONNECT tunnels and 16 clients fetching 15 MiB pages
+# at once, from their own loopback addresses, while wrk (healthy clients on 127.0.0.1) keeps
+# using the declutter and pass listeners; the verdict asks for their p99 under --p99-ms and for
+# pith's RSS under limits.rewrite_memory_bytes (--budget-mib) plus 64 MiB. Exit status 0 only when the
 # verdict passes; 1 when it fails; 2 on a usage error.
 #
 # Usage: scripts/soak.sh [--secs N] [--no-build | --bin PATH] [--release] [--interval S]
-#                        [--workers N] [--bomb-gib N] [--out DIR]
+#                        [--workers N] [--bomb-gib N] [--out DIR] [--attack-secs N]
+#                        [--only-attacks] [--budget-mib N] [--p99-ms N] [--conn-keys auto|on|off]
 #   --secs N      seconds of load and faults (default 300; at least 60)
 #   --no-build    use the binary already built for the chosen profile
 #   --bin PATH    use this pith binary (implies --no-build)
@@ -33,10 +39,20 @@
 #   --workers N   fault requests in flight at once (default 3)
 #   --bomb-gib N  what the gzip bomb expands to, in GiB (default 5)
 #   --out DIR     where the results are kept (default target/soak/soak-DATE)
+#   --attack-secs N   seconds of the attack phase after the load (default 60, at least 20; 0
+#                 leaves it out)
+#   --only-attacks    a 10 s warm-up, then the attack phase alone (no fault injector, no cycles):
+#                 about two minutes in all
+#   --budget-mib N    limits.rewrite_memory_bytes in MiB (default 256, the default of pith)
+#   --p99-ms N        healthy clients' p99 allowed during the attacks (default 100)
+#   --conn-keys MODE  the connection limits of the soak config (client_write_timeout_ms,
+#                 tunnel_idle_timeout_ms, max_connections_per_client): on, off, or auto (the
+#                 default: on when this pith accepts them, else off with a warning)
 #
 # Needs nginx, wrk, curl, openssl (installed with apt-get when missing, as scripts/perf.sh
 # does) and python3 (3.11, standard library only). Every process it starts is stopped on exit,
-# by PID; every step has a timeout, so it ends by itself (about --secs plus a minute or two).
+# by PID; every step has a timeout, so it ends by itself (about --secs plus --attack-secs plus a
+# minute or two: some 7 minutes with the defaults).
 # Set PITH_SHARED to use a shared/ folder other than the one beside the repository.
 set -euo pipefail
 
@@ -57,6 +73,17 @@ workers=3
 bomb_gib=5
 out=""
 page_age=30
+attack_secs=60
+only_attacks=0
+budget_mib=256
+p99_ms=100
+conn_keys=auto
+sink_port=18132
+# The connection limits under attack: slow and silent clients are closed within seconds, and
+# one client address holds at most this many connections (attackers use 127.0.0.2 and up).
+write_timeout_ms=10000
+tunnel_idle_ms=10000
+per_client=32
 header_timeout_ms=5000
 body_idle_ms=3000
 response_timeout_ms=5000
@@ -74,14 +101,23 @@ while [ $# -gt 0 ]; do
         --workers) workers=$2; shift 2;;
         --bomb-gib) bomb_gib=$2; shift 2;;
         --out) out=$2; shift 2;;
-        -h|--help) sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
+        --attack-secs) attack_secs=$2; shift 2;;
+        --only-attacks) only_attacks=1; shift;;
+        --budget-mib) budget_mib=$2; shift 2;;
+        --p99-ms) p99_ms=$2; shift 2;;
+        --conn-keys) conn_keys=$2; shift 2;;
+        -h|--help) sed -n '2,56p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
         *) echo "soak.sh: unknown argument $1 (see --help)" >&2; exit 2;;
     esac
 done
-for n in secs interval workers bomb_gib; do
+for n in secs interval workers bomb_gib budget_mib p99_ms; do
     [[ "${!n}" =~ ^[1-9][0-9]*$ ]] || { echo "soak.sh: --${n//_/-} must be a positive number" >&2; exit 2; }
 done
+[[ "$attack_secs" =~ ^[0-9]+$ ]] || { echo "soak.sh: --attack-secs must be a number" >&2; exit 2; }
+[[ "$conn_keys" =~ ^(auto|on|off)$ ]] || { echo "soak.sh: --conn-keys must be auto, on or off" >&2; exit 2; }
 [ "$secs" -ge 60 ] || { echo "soak.sh: --secs must be at least 60" >&2; exit 2; }
+[ "$attack_secs" = 0 ] || [ "$attack_secs" -ge 20 ] || { echo "soak.sh: --attack-secs must be 0 or at least 20" >&2; exit 2; }
+[ "$only_attacks" = 0 ] || [ "$attack_secs" -gt 0 ] || { echo "soak.sh: --only-attacks needs an attack phase" >&2; exit 2; }
 [ -x "$perf_dir/load.sh" ] && [ -x "$perf_dir/origin.sh" ] || { echo "soak.sh: no load harness at $perf_dir (set PITH_SHARED)" >&2; exit 2; }
 [ -d "$pages" ] || { echo "soak.sh: no pages at $pages" >&2; exit 2; }
 command -v python3 >/dev/null 2>&1 || { echo "soak.sh: python3 is needed" >&2; exit 2; }
@@ -104,7 +140,7 @@ install_tools
 export PATH="$PATH:/usr/sbin"
 
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-for p in "${port[@]}" "$fault_port" "$closed_port"; do
+for p in "${port[@]}" "$fault_port" "$closed_port" "$sink_port"; do
     if port_busy "$p"; then
         echo "soak.sh: 127.0.0.1:$p is already in use (another soak run?); stop what holds it" >&2
         exit 1
@@ -144,7 +180,7 @@ cleanup() {
         kill -KILL "$pith_pid" 2>/dev/null || true
     fi
     [ "$own_origin" = 1 ] && "$perf_dir/origin.sh" stop --run "$run" >/dev/null 2>&1 || true
-    cp -f "$run"/*.tsv "$run"/*.txt "$run"/*.jsonl "$run"/*.log "$run"/*.env "$run"/*.toml "$out"/ 2>/dev/null || true
+    cp -f "$run"/*.tsv "$run"/*.txt "$run"/*.json "$run"/*.jsonl "$run"/*.log "$run"/*.env "$run"/*.toml "$out"/ 2>/dev/null || true
     cp -rf "$run/load" "$out"/ 2>/dev/null || true
     rm -rf "$run"
 }
@@ -207,7 +243,7 @@ body_idle_timeout_ms = $body_idle_ms
 pool_idle_timeout_ms = $pool_idle_ms
 # nginx answers requests carrying Via uncompressed (gzip_proxied off), as in scripts/perf.sh.
 send_via = false
-connect_ports = [443, 18443, $closed_port]
+connect_ports = [443, 18443, $closed_port, $sink_port]
 deny = []
 deny_private = false
 
@@ -215,12 +251,32 @@ deny_private = false
 header_read_timeout_ms = $header_timeout_ms
 max_header_bytes = 65536
 max_rewrite_bytes = 16777216
+rewrite_memory_bytes = $(( budget_mib << 20 ))
+# CONN-KEYS (the lines below are dropped with --conn-keys off)
+client_write_timeout_ms = $write_timeout_ms
+tunnel_idle_timeout_ms = $tunnel_idle_ms
+max_connections_per_client = $per_client
 
 [cache]
 enabled = true
 max_bytes = $cache_max_bytes
 max_entry_bytes = $cache_entry_bytes
 EOF
+# The connection limits: kept when this pith knows them (auto), or as --conn-keys says.
+drop_conn_keys() { sed -i -e '/^# CONN-KEYS/d' -e '/^client_write_timeout_ms/d' -e '/^tunnel_idle_timeout_ms/d' \
+    -e '/^max_connections_per_client/d' "$config"; }
+case "$conn_keys" in
+    off) drop_conn_keys;;
+    auto)
+        if ! "$bin" check-config "$config" >"$run/check-config.txt" 2>&1; then
+            if grep -qE 'client_write_timeout_ms|tunnel_idle_timeout_ms|max_connections_per_client' "$run/check-config.txt"; then
+                log "this pith does not know the connection limits (client_write_timeout_ms, tunnel_idle_timeout_ms," \
+                    "max_connections_per_client): running without them, so slow clients and idle tunnels are not cut"
+                drop_conn_keys
+            fi
+        fi;;
+esac
+conn_keys_on=$(grep -c '^tunnel_idle_timeout_ms' "$config" || true)
 "$bin" check-config "$config" >/dev/null
 setsid "$bin" serve --config "$config" 2>"$run/pith.log" &
 pith_pid=$!
@@ -240,29 +296,36 @@ log "pith pid $pith_pid ($bin) on declutter ${port[declutter]}, reader ${port[re
 
 # --- load, faults, samples -------------------------------------------------------------------
 warm=$(( secs / 10 > 10 ? secs / 10 : 10 ))
+[ "$only_attacks" = 0 ] || warm=10
 phase_secs=$(( (secs - warm) / 6 ))
 start=$(date +%s)
 until=$(( start + secs ))
+[ "$only_attacks" = 0 ] || until=$(( start + warm ))
 {
     echo "pith_pid=$pith_pid"; echo "bin=$bin"; echo "secs=$secs"; echo "start=$start"
     echo "fds_base=$fds_base"; echo "rss_base_kb=$rss_base"; echo "cache_max_bytes=$cache_max_bytes"
     echo "header_timeout_ms=$header_timeout_ms"; echo "interval=$interval"; echo "bomb_gib=$bomb_gib"
-    echo "nproc=$(nproc)"
+    echo "nproc=$(nproc)"; echo "only_attacks=$only_attacks"; echo "attack_secs=$attack_secs"
+    echo "budget_bytes=$(( budget_mib << 20 ))"; echo "p99_ms=$p99_ms"; echo "conn_keys=$conn_keys_on"
+    echo "write_timeout_ms=$write_timeout_ms"; echo "tunnel_idle_ms=$tunnel_idle_ms"; echo "per_client=$per_client"
 } >"$run/final.env"
 
-setsid "$soak_dir/sample.sh" "$pith_pid" "$run/samples.tsv" "$interval" $(( until + 300 )) \
+setsid "$soak_dir/sample.sh" "$pith_pid" "$run/samples.tsv" "$interval" $(( until + attack_secs + 300 )) \
     "http://127.0.0.1:${port[declutter]}/metrics" &
 groups+=($!)
 fault_args=(--listeners "declutter=127.0.0.1:${port[declutter]},reader=127.0.0.1:${port[reader]},pass=127.0.0.1:${port[pass]}"
     --origin "127.0.0.1:$fault_port" --closed-port "$closed_port"
     --header-timeout $(( header_timeout_ms / 1000 )) --body-idle $(( body_idle_ms / 1000 ))
     --response-timeout $(( response_timeout_ms / 1000 )) --bomb-wire-len "$bomb_wire_len")
-python3 "$soak_dir/faults.py" "${fault_args[@]}" --list >"$run/cases.txt"
-setsid timeout -k 5 $(( secs + 180 )) python3 "$soak_dir/faults.py" "${fault_args[@]}" \
-    --until "$until" --workers "$workers" --out "$run/faults.jsonl" 2>"$run/faults-stderr.log" &
-faults_pid=$!
 sampler_pid=${groups[0]}
-groups+=("$faults_pid")
+faults_pid=""
+if [ "$only_attacks" = 0 ]; then
+    python3 "$soak_dir/faults.py" "${fault_args[@]}" --list >"$run/cases.txt"
+    setsid timeout -k 5 $(( secs + 180 )) python3 "$soak_dir/faults.py" "${fault_args[@]}" \
+        --until "$until" --workers "$workers" --out "$run/faults.jsonl" 2>"$run/faults-stderr.log" &
+    faults_pid=$!
+    groups+=("$faults_pid")
+fi
 
 # One phase: wrk runs on several listeners at once, each "listener:connections:gzip:path".
 phase() {
@@ -285,14 +348,32 @@ phase() {
     echo "$name $cycle $t0 $(date +%s.%N | cut -c1-14) $*" >>"$run/phases.tsv"
 }
 phase warmup 0 "$warm" declutter:8:0: reader:4:1: pass:8:0:
-for cycle in 1 2; do
-    phase plain "$cycle" "$phase_secs" declutter:16:0: reader:8:0: pass:16:0:
-    phase gzip "$cycle" "$phase_secs" declutter:16:1: reader:8:1: pass:16:1:
-    phase burst "$cycle" "$phase_secs" declutter:64:1: reader:16:0: pass:4:0:/big.html
-done
-log "load done; waiting for the fault injector to finish its last cases"
-wait "$faults_pid" || log "the fault injector exited with status $?"
+if [ "$only_attacks" = 0 ]; then
+    for cycle in 1 2; do
+        phase plain "$cycle" "$phase_secs" declutter:16:0: reader:8:0: pass:16:0:
+        phase gzip "$cycle" "$phase_secs" declutter:16:1: reader:8:1: pass:16:1:
+        phase burst "$cycle" "$phase_secs" declutter:64:1: reader:16:0: pass:4:0:/big.html
+    done
+    log "load done; waiting for the fault injector to finish its last cases"
+    wait "$faults_pid" || log "the fault injector exited with status $?"
+fi
 groups=("$sampler_pid")
+
+# --- the attack phase: hostile clients beside healthy ones ------------------------------------
+if [ "$attack_secs" -gt 0 ]; then
+    # VmHWM from here on is the attack phase's peak.
+    echo 5 >"/proc/$pith_pid/clear_refs" 2>/dev/null || log "cannot reset pith's VmHWM; the attack peak includes the load before"
+    setsid timeout -k 5 $(( attack_secs + 150 )) python3 "$soak_dir/attack.py" --proxy "127.0.0.1:${port[declutter]}" \
+        --origin "127.0.0.1:$fault_port" --sink-port "$sink_port" --secs "$attack_secs" \
+        --out "$run/attack.json" 2>"$run/attack-stderr.log" &
+    attack_pid=$!
+    groups+=("$attack_pid")
+    sleep 3   # the non-readers and tunnels are open, the big pages under way
+    phase attack 3 $(( attack_secs - 5 )) declutter:4:0: pass:4:0:
+    wait "$attack_pid" || log "the attack script exited with status $?"
+    groups=("$sampler_pid")
+    echo "rss_attack_peak_kb=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pith_pid/status" 2>/dev/null || echo NA)" >>"$run/final.env"
+fi
 
 # --- after the load: fds back to baseline, still serving ---------------------------------------
 alive=0; pith_exit=""

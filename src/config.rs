@@ -223,6 +223,10 @@ pub struct RawLimits {
     pub max_header_bytes: Spanned<usize>,
     /// Largest decoded page that is rewritten.
     pub max_rewrite_bytes: Spanned<u64>,
+    /// Memory the pages being buffered and rewritten may take at once.
+    pub rewrite_memory_bytes: Spanned<u64>,
+    /// How long a page waits for room in `rewrite_memory_bytes`.
+    pub rewrite_memory_wait_ms: Spanned<u64>,
     /// Most header fields in one request.
     pub max_headers: Spanned<usize>,
     /// Requests per second per client address; 0 = no limit.
@@ -248,6 +252,8 @@ impl Default for RawLimits {
             header_read_timeout_ms: Spanned::new(0..0, 15_000),
             max_header_bytes: Spanned::new(0..0, 65_536),
             max_rewrite_bytes: Spanned::new(0..0, 16 << 20),
+            rewrite_memory_bytes: Spanned::new(0..0, 256 << 20),
+            rewrite_memory_wait_ms: Spanned::new(0..0, 1000),
             max_headers: Spanned::new(0..0, DEFAULT_MAX_HEADERS),
             client_rate: Spanned::new(0..0, 0),
             client_burst: Spanned::new(0..0, 0),
@@ -259,6 +265,13 @@ impl Default for RawLimits {
         }
     }
 }
+
+/// The smallest `limits.rewrite_memory_bytes`: below it no page of any size could be rewritten.
+const MIN_REWRITE_MEMORY: u64 = 64 << 10;
+
+/// The longest `limits.rewrite_memory_wait_ms`: a page waiting longer would keep its client
+/// waiting for no gain; a minute is already far past any client's patience.
+const MAX_REWRITE_MEMORY_WAIT_MS: u64 = 60_000;
 
 /// The default of `limits.max_headers`: also the HTTP/1 parser's own default, which keeps its
 /// header table on the stack (any other value costs a heap allocation per request).
@@ -490,6 +503,10 @@ pub struct Limits {
     pub max_header_bytes: usize,
     /// Largest decoded page rewritten.
     pub max_rewrite_bytes: u64,
+    /// Memory the pages being buffered and rewritten may take at once ([`crate::net::budget`]).
+    pub rewrite_memory_bytes: u64,
+    /// How long a page waits for room in that budget before it passes through unrewritten.
+    pub rewrite_memory_wait: Duration,
     /// Most header fields in one request; more is answered 431.
     pub max_headers: usize,
     /// Per-client request rate, when limited.
@@ -808,6 +825,12 @@ impl Validator<'_> {
         if !(1..=MAX_MAX_CONNECTIONS).contains(l.max_connections_per_client.get_ref()) {
             return Err(self.err(l.max_connections_per_client.span(), "limits.max_connections_per_client", format!("must be between 1 and {MAX_MAX_CONNECTIONS}")));
         }
+        if *l.rewrite_memory_bytes.get_ref() < MIN_REWRITE_MEMORY {
+            return Err(self.err(l.rewrite_memory_bytes.span(), "limits.rewrite_memory_bytes", format!("must be at least {MIN_REWRITE_MEMORY}")));
+        }
+        if *l.rewrite_memory_wait_ms.get_ref() > MAX_REWRITE_MEMORY_WAIT_MS {
+            return Err(self.err(l.rewrite_memory_wait_ms.span(), "limits.rewrite_memory_wait_ms", format!("must be at most {MAX_REWRITE_MEMORY_WAIT_MS}")));
+        }
         if !(1..=MAX_MAX_HEADERS).contains(l.max_headers.get_ref()) {
             return Err(self.err(l.max_headers.span(), "limits.max_headers", format!("must be between 1 and {MAX_MAX_HEADERS}")));
         }
@@ -816,6 +839,8 @@ impl Validator<'_> {
             header_read_timeout: self.millis(&l.header_read_timeout_ms, "limits.header_read_timeout_ms", 1)?,
             max_header_bytes: *l.max_header_bytes.get_ref(),
             max_rewrite_bytes: *l.max_rewrite_bytes.get_ref(),
+            rewrite_memory_bytes: *l.rewrite_memory_bytes.get_ref(),
+            rewrite_memory_wait: Duration::from_millis(*l.rewrite_memory_wait_ms.get_ref()),
             max_headers: *l.max_headers.get_ref(),
             client_rate: self.client_rate(l)?,
             // 0: connections are closed at once at shutdown; a waiting connection gets 503 at once.
@@ -963,6 +988,7 @@ mod tests {
         assert_eq!(c.listeners[0].profile.name, "declutter");
         assert!(c.profiles.contains_key("pass") && c.profiles.contains_key("text"));
         assert_eq!(c.limits.max_rewrite_bytes, 16 << 20);
+        assert_eq!((c.limits.rewrite_memory_bytes, c.limits.rewrite_memory_wait), (256 << 20, Duration::from_secs(1)));
         assert_eq!(c.upstream.connect_ports, vec![443]);
         assert!(c.upstream.deny.is_empty() && !c.upstream.deny_private, "no destination is refused by default");
         assert_eq!(c.cache, CacheConfig { enabled: true, max_bytes: 64 << 20, max_entry_bytes: 1 << 20 });
@@ -1048,6 +1074,8 @@ mod tests {
     }
     rejected!(zero_headers, "[limits]\nmax_headers = 0\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "limits.max_headers");
     rejected!(too_many_headers_allowed, "[limits]\nmax_headers = 100000\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "limits.max_headers", "10000");
+    rejected!(tiny_rewrite_memory, "[limits]\nrewrite_memory_bytes = 1000\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "limits.rewrite_memory_bytes", "65536");
+    rejected!(endless_rewrite_memory_wait, "[limits]\nrewrite_memory_wait_ms = 100000000\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "limits.rewrite_memory_wait_ms", "60000");
     rejected!(burst_without_rate, "[limits]\nclient_burst = 10\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "limits.client_burst", "client_rate");
     rejected!(negative_rate, "[limits]\nclient_rate = -1\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "limits.client_rate");
     rejected!(zero_per_client, "[limits]\nmax_connections_per_client = 0\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "limits.max_connections_per_client");

@@ -4,6 +4,7 @@
 mod common;
 
 mod access;
+mod budget;
 mod cache;
 mod charset;
 mod codings;

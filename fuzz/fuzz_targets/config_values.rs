@@ -91,6 +91,8 @@ const KEYS: &[(&str, &str, &[&str])] = &[
     ("limits", "max_connections_per_client", INTS),
     ("limits", "client_write_timeout_ms", INTS),
     ("limits", "tunnel_idle_timeout_ms", INTS),
+    ("limits", "rewrite_memory_bytes", INTS),
+    ("limits", "rewrite_memory_wait_ms", INTS),
     ("filters", "dir", PATHS),
     ("filters", "ad_lists", PATH_LISTS),
     ("profiles.x", "rules", RULES),
@@ -184,7 +186,7 @@ fn assert_runnable(config: &Config, listen: Option<SocketAddr>, text: &str) {
         assert!(!d.is_zero(), "a zero {name} timeout would fail every request:\n{text}");
     }
     let now = Instant::now();
-    for d in [u.connect_timeout, u.response_timeout, u.body_idle_timeout, u.pool_idle_timeout, l.header_read_timeout, l.drain_timeout, l.connection_wait, l.client_write_timeout, l.tunnel_idle_timeout] {
+    for d in [u.connect_timeout, u.response_timeout, u.body_idle_timeout, u.pool_idle_timeout, l.header_read_timeout, l.drain_timeout, l.connection_wait, l.client_write_timeout, l.tunnel_idle_timeout, l.rewrite_memory_wait] {
         assert!(d <= Duration::from_secs(86_400) && now.checked_add(d).is_some(), "{d:?} overflows a deadline:\n{text}");
     }
     assert!((1..=tokio::sync::Semaphore::MAX_PERMITS).contains(&l.max_connections), "{} slots:\n{text}", l.max_connections);

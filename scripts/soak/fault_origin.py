@@ -19,6 +19,12 @@ simply down.
     /deep               an HTML page nested 100,000 <div> deep, with DEEP-MARKER at the bottom
     /attrs              an HTML page with one element carrying 10,000 attributes (ATTR-MARKER)
     /bighead            a response head with a 1 MiB header line
+    /dense15            a 15 MiB HTML page of small elements (Content-Length), the costliest kind
+                        of page to rewrite: for the attack phase's concurrent big pages
+    /text15             a 15 MiB HTML page of plain paragraphs (Content-Length): as large, and
+                        about a fifth of the cost to rewrite
+    /huge               a 20 MiB HTML page, chunked (no length, so a proxy must read it to find
+                        it is too large), for the attack phase's clients that never read
     /excess             Content-Length 15 followed by a whole second (smuggled) response; a
                         later request on the same connection is answered honestly
 
@@ -144,6 +150,16 @@ def attrs_page(count=10_000):
             + b"</div></body></html>")
 
 
+DENSE_UNIT = b'<div class="c"><p>Lorem <a href="/a">x</a> ipsum <b>dolor</b></p><span>y</span></div>\n'
+TEXT_UNIT = (b"<p>Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor "
+             b"incididunt ut labore et dolore magna aliqua. Ut enim ad minim veniam.</p>\n")
+
+
+def big_page(unit, size=15 << 20):
+    start = b"<!DOCTYPE html><html><head><title>dense</title></head><body>"
+    return start + unit * ((size - len(start) - 14) // len(unit)) + b"</body></html>"
+
+
 def head(status, content_type, *lines):
     text = "HTTP/1.1 %s\r\nContent-Type: %s\r\n" % (status, content_type)
     return (text + "".join(line + "\r\n" for line in lines) + "\r\n").encode()
@@ -160,6 +176,9 @@ class Origin:
         self.max_hold = max_hold
         self.deep = deep_page()
         self.attrs = attrs_page()
+        self.dense = big_page(DENSE_UNIT)
+        self.text = big_page(TEXT_UNIT)
+        self.huge_chunk = b"<p>" + b"h" * (1 << 16) + b"</p>\n"
         page = (b"<!DOCTYPE html><html><body>" + b"<p>a page that will be cut short</p>" * 200
                 + b"</body></html>")
         whole = gzip.compress(page, mtime=0)
@@ -241,6 +260,18 @@ class Origin:
             body = self.deep if name == "deep" else self.attrs
             await self.send(writer, head("200 OK", ctype, "Content-Length: %d" % len(body),
                                          "Connection: close"), body)
+        elif name in ("dense15", "text15"):
+            body = self.dense if name == "dense15" else self.text
+            await self.send(writer, head("200 OK", ctype, "Content-Length: %d" % len(body),
+                                         "Connection: close"), body)
+        elif name == "huge":
+            await self.send(writer, head("200 OK", ctype, "Transfer-Encoding: chunked", "Connection: close"),
+                            b"%x\r\n<!DOCTYPE html><html><body>\r\n" % len(b"<!DOCTYPE html><html><body>"))
+            frame = b"%x\r\n%s\r\n" % (len(self.huge_chunk), self.huge_chunk)
+            for _ in range((20 << 20) // len(self.huge_chunk)):
+                writer.write(frame)
+                await writer.drain()
+            await self.send(writer, b"0\r\n\r\n")
         elif name == "bighead":
             await self.send(writer, head("200 OK", ctype, "X-Huge: " + "h" * (1 << 20),
                                          "Content-Length: %d" % len(OK_PAGE)), OK_PAGE)

@@ -106,6 +106,69 @@ def phase_of(t, phases):
     return "after" if phases and t >= phases[-1]["t1"] else "before"
 
 
+def attack_checks(run, env, phases, samples, checks):
+    """The attack phase: healthy clients' p99, pith's RSS against the rewrite budget, and what
+    became of the non-readers, idle tunnels and big pages (attack.json)."""
+    if int(env.get("attack_secs", "0") or 0) == 0:
+        return
+    path = os.path.join(run, "attack.json")
+    attack = json.load(open(path)) if os.path.exists(path) else None
+    print("## Attack phase\n")
+    healthy = [r for ph in phases if ph["name"] == "attack" for r in read_load(run, ph)]
+    limit_p99 = float(env.get("p99_ms", "100"))
+    p99s = ["%s %s ms (%s errors)" % (r["listener"], r.get("p99", "-"), r.get("errors", "failed")) for r in healthy]
+    p99_ok = bool(healthy) and all("failed" not in r and r["errors"] == 0 and r["p99"] <= limit_p99 for r in healthy)
+    checks.append(("attack: healthy clients' p99 <= %.0f ms with 0 errors: %s" % (limit_p99, ", ".join(p99s) or "no wrk run"), p99_ok))
+
+    budget = int(env.get("budget_bytes", "0")) // 1024
+    limit_kb = budget + 64 * 1024
+    peak_attack = env.get("rss_attack_peak_kb", "NA")
+    peak_run = max([s["hwm"] for s in samples] + [s["rss"] for s in samples] + [0])
+    peaks = [peak_run] + ([int(peak_attack)] if peak_attack != "NA" else [])
+    window = [s for ph in phases if ph["name"] == "attack" for s in samples if ph["t0"] <= s["t"] < ph["t1"]]
+    print("RSS: peak %s MiB during the attack phase (VmHWM), %s MiB over the whole run; at the end of the attack phase %s MiB; "
+          "limit %s MiB (rewrite_memory_bytes %s MiB + 64 MiB)\n" % (
+              mib(int(peak_attack)) if peak_attack != "NA" else "NA", mib(peak_run),
+              mib(window[-1]["rss"]) if window else "NA", mib(limit_kb), mib(budget)))
+    checks.append(("attack: RSS <= rewrite_memory_bytes + 64 MiB = %s MiB (peak %s MiB in the attack phase, %s MiB over the run)"
+                   % (mib(limit_kb), mib(int(peak_attack)) if peak_attack != "NA" else "NA", mib(peak_run)),
+                   peak_attack != "NA" and max(peaks) <= limit_kb))
+    if attack is None:
+        checks.append(("attack: attack.py reported (no attack.json)", False))
+        return
+    big = attack["big"]
+    closed, still, oldest = attack["closed_by_proxy"], attack["still_open"], attack.get("oldest_open_secs", {})
+    print(table(["attackers", "opened", "refused at connect", "closed by pith", "median / max s to close", "open at the end (oldest s)"], [
+        ["%d non-readers of /huge (20 MiB)" % attack["nonreaders"], attack["opened"]["nonreader"], attack["refused"]["nonreader"],
+         closed["nonreader"]["n"], "%s / %s" % (closed["nonreader"]["median"], closed["nonreader"]["max"]),
+         "%d (%s)" % (still["nonreader"], oldest.get("nonreader"))],
+        ["%d idle CONNECT tunnels" % attack["tunnels"], attack["opened"]["tunnel"], attack["refused"]["tunnel"],
+         closed["tunnel"]["n"], "%s / %s" % (closed["tunnel"]["median"], closed["tunnel"]["max"]),
+         "%d (%s)" % (still["tunnel"], oldest.get("tunnel"))]]))
+    print("\nBig pages (%d clients, /dense15 and /text15 in turn): %d responses, %d whole, %d rewritten, %d passed over budget, "
+          "%d passed otherwise; statuses %s; seconds per page median %s, max %s\n" % (
+              attack["big_clients"], big["responses"], big["whole"], big["rewritten"], big["over_budget"], big["passed"],
+              big["statuses"], big["secs"]["median"], big["secs"]["max"]))
+    for e in big["errors"][:5]:
+        print("  big page error: %s" % e)
+    slow = big.get("origin_slow", 0)
+    checks.append(("attack: every big page answered whole (%d of %d; %d rewritten, %d over budget; %d 504 for the origin's slowness)"
+                   % (big["whole"], big["responses"] - slow, big["rewritten"], big["over_budget"], slow),
+                   big["whole"] > 0 and big["whole"] == big["responses"] - slow and not big["errors"]))
+    if env.get("conn_keys") != "1":
+        print("The connection limits were off (this pith does not know them, or --conn-keys off): "
+              "non-readers and idle tunnels are reported, not checked.\n")
+        return
+    write_s = int(env.get("write_timeout_ms", "0")) / 1000.0
+    idle_s = int(env.get("tunnel_idle_ms", "0")) / 1000.0
+    checks.append(("attack: idle tunnels closed by pith within tunnel_idle_timeout_ms + 5 s (%d closed, max %s s; %d still open)"
+                   % (closed["tunnel"]["n"], closed["tunnel"]["max"], still["tunnel"]),
+                   closed["tunnel"]["n"] > 0 and still["tunnel"] == 0 and (closed["tunnel"]["max"] or 0) <= idle_s + 5))
+    checks.append(("attack: no non-reader held past client_write_timeout_ms + 5 s (%d closed by pith; oldest open at the end %s s)"
+                   % (closed["nonreader"]["n"], oldest.get("nonreader")),
+                   closed["nonreader"]["n"] > 0 and (oldest.get("nonreader") or 0) <= write_s + 5))
+
+
 def main():
     run = sys.argv[1]
     env = read_env(os.path.join(run, "final.env"))
@@ -117,9 +180,11 @@ def main():
 
     print("# pith soak run\n")
     loads = [s["load1"] for s in samples]
-    print("binary %s, %s s of load and faults, %s cores; machine load average (1 min) during the run: "
+    what = ("a warm-up and %s s of attacks" % env.get("attack_secs") if env.get("only_attacks") == "1"
+            else "%s s of load and faults, then %s s of attacks" % (env.get("secs"), env.get("attack_secs", "0")))
+    print("binary %s, %s, %s cores; machine load average (1 min) during the run: "
           "min %.2f, mean %.2f, max %.2f; at the end %s\n" % (
-              env.get("bin"), env.get("secs"), env.get("nproc"), min(loads or [0]),
+              env.get("bin"), what, env.get("nproc"), min(loads or [0]),
               sum(loads) / max(len(loads), 1), max(loads or [0]), env.get("load_end")))
 
     # --- load ------------------------------------------------------------------------------------
@@ -192,9 +257,11 @@ def main():
     if missing:
         print("Never tried: %s\n" % ", ".join("%s via %s" % k for k in missing))
     expected_kinds = len(kinds)
-    checks.append(("faults survived: every fault handled as expected (%d tried, %d unexpected, %d/%d fault x listener kinds tried)"
-                   % (len(faults), len(unexpected), len(by_case), expected_kinds),
-                   not unexpected and expected_kinds > 0 and not missing))
+    only_attacks = env.get("only_attacks") == "1"
+    if not only_attacks:
+        checks.append(("faults survived: every fault handled as expected (%d tried, %d unexpected, %d/%d fault x listener kinds tried)"
+                       % (len(faults), len(unexpected), len(by_case), expected_kinds),
+                       not unexpected and expected_kinds > 0 and not missing))
 
     # --- RSS over time ---------------------------------------------------------------------------
     print("## pith over time (RSS = VmRSS; CPU = pith's share of one core since the previous sample)\n")
@@ -227,8 +294,11 @@ def main():
         flat = False
         rss_line += "not enough samples in both cycles"
     print(rss_line + "\n")
-    checks.append(("RSS flat: max over the second half (cycle 2) within %d%% of the max over the first half (cycle 1), warm-up excluded"
-                   % (RSS_TOLERANCE * 100), flat))
+    if not only_attacks:
+        checks.append(("RSS flat: max over the second half (cycle 2) within %d%% of the max over the first half (cycle 1), warm-up excluded"
+                       % (RSS_TOLERANCE * 100), flat))
+
+    attack_checks(run, env, phases, samples, checks)
 
     cache_max = float(env.get("cache_max_bytes", "0"))
     cache_seen = [s["cache_bytes"] for s in samples if s["cache_bytes"] is not None]

@@ -182,7 +182,10 @@ impl Fill<'_> {
         let page = match respond::respond_outcome(self.state, &ex, resp).await {
             Ok(Outcome::Rewritten(page)) => page,
             Ok(Outcome::Passed(served)) => {
-                self.cache.note_pass(&self.key);
+                // A page passed for want of memory is rewritten (and kept) next time.
+                if served.action != respond::OVER_BUDGET {
+                    self.cache.note_pass(&self.key);
+                }
                 return Err(Unstored::new(Ok(served)));
             }
             Err(e) => return Err(Unstored::new(Err(e))),

@@ -67,6 +67,9 @@ pub fn client(cfg: &UpstreamConfig) -> UpstreamClient {
         .enable_all_versions()
         .wrap_connector(http);
     Client::builder(TokioExecutor::new())
+        // What one origin connection reads ahead of its client: hyper's default lets it grow
+        // to 400 KiB, which a client that does not read holds outside the rewrite budget.
+        .http1_max_buf_size(64 << 10)
         .pool_idle_timeout(cfg.pool_idle_timeout)
         .pool_max_idle_per_host(cfg.pool_max_idle_per_host)
         .pool_timer(TokioTimer::new())

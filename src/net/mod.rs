@@ -15,12 +15,14 @@
 //!   sent again when its pooled connection turns out closed by the origin.
 //! - [`cached`]: the cache step (lookup, single fill, revalidation), then forward and respond.
 //! - [`respond`]: classify a response, then pass it through or rewrite it.
+//! - [`budget`]: the memory budget of the pages being buffered and rewritten.
 //! - [`connect`]: CONNECT: blind tunnels, and HTTPS interception with leaves from [`crate::tls`].
 //! - [`own`]: pith's own pages and error pages.
 //! - [`bodies`]: the body types served and the wrappers that time and log them.
 
 pub mod admit;
 pub mod bodies;
+pub mod budget;
 pub mod cached;
 pub mod conn;
 pub mod connect;
@@ -69,6 +71,8 @@ pub struct State {
     pub listeners: Vec<Arc<ListenerConfig>>,
     /// The per-client request rate; `None` when `limits.client_rate` is off.
     pub rate: Option<Arc<rate::RateLimiter>>,
+    /// The rewrite memory budget (`limits.rewrite_memory_bytes`).
+    pub budget: Arc<budget::Budget>,
 }
 
 impl State {

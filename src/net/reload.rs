@@ -192,7 +192,13 @@ impl State {
             _ => Arc::new(RateLimiter::new(limit)),
         });
         let cache = config.cache.enabled.then(|| crate::cache::Cache::new(&config.cache, &config.profiles));
-        Ok(State { config: Arc::new(config), client, via, own_addrs, cache, certs, listeners, rate })
+        // Kept while its settings stay: pages being rewritten hold parts of it.
+        let (memory, wait) = (config.limits.rewrite_memory_bytes, config.limits.rewrite_memory_wait);
+        let budget = match prev {
+            Some(p) if p.config.limits.rewrite_memory_bytes == memory && p.config.limits.rewrite_memory_wait == wait => p.budget.clone(),
+            _ => Arc::new(super::budget::Budget::new(memory, wait)),
+        };
+        Ok(State { config: Arc::new(config), client, via, own_addrs, cache, certs, listeners, rate, budget })
     }
 }
 

@@ -10,6 +10,11 @@
 //! through whole with the origin's own framing (never truncated); an origin that fails
 //! mid-page yields a clear 502 instead of half a page; and the rewritten page has an exact
 //! `Content-Length`. The removers and extractors of stage 2 need the whole page anyway.
+//!
+//! The pages being read and rewritten share a memory budget ([`budget`],
+//! `limits.rewrite_memory_bytes`): a page reserves its expected cost before its body is read
+//! and as it arrives; one that finds no room in time passes through unrewritten, like a page
+//! that is too large, with [`OVER_BUDGET`] in the log and in `x-pith`.
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
@@ -18,6 +23,7 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
 use super::bodies::{self, ProxyBody, Replay};
+use super::budget::{self, Path, Reservation};
 use super::error::ProxyError;
 use super::forward;
 use super::State;
@@ -42,12 +48,16 @@ pub struct Exchange<'a> {
 pub struct Served {
     /// The response for the client.
     pub response: Response<ProxyBody>,
-    /// "pass", "rewrite" or "too-large".
+    /// "pass", "rewrite", "too-large" or [`OVER_BUDGET`].
     pub action: &'static str,
     /// Bytes read from the origin, for a rewrite; 0 for a pass-through, whose bytes are all
     /// counted as they stream to the client (those read before it was passed through too).
     pub origin_bytes: u64,
 }
+
+/// The access log's action, and the `x-pith` note, for a page passed through unrewritten
+/// because the rewrite memory budget had no room for it.
+pub const OVER_BUDGET: &str = "over-budget";
 
 /// Serves an origin's response to the client.
 pub async fn respond(state: &State, ex: &Exchange<'_>, resp: Response<Incoming>) -> Result<Served, ProxyError> {
@@ -66,12 +76,15 @@ pub struct Rewritten {
     pub body: Bytes,
     /// Bytes read from the origin.
     pub origin_bytes: u64,
+    /// The page's share of the rewrite memory budget, held until the client has all of it.
+    hold: Reservation,
 }
 
 impl Rewritten {
     /// The response for the client.
     pub fn into_served(self) -> Served {
-        Served { response: Response::from_parts(self.parts, bodies::full(self.body)), action: "rewrite", origin_bytes: self.origin_bytes }
+        let body = budget::rewritten(self.body, self.hold).map_err(|never| match never {}).boxed_unsync();
+        Served { response: Response::from_parts(self.parts, body), action: "rewrite", origin_bytes: self.origin_bytes }
     }
 }
 
@@ -88,19 +101,29 @@ pub async fn respond_outcome(state: &State, ex: &Exchange<'_>, resp: Response<In
     let idle = state.config.upstream.body_idle_timeout;
     let Some(plan) = plan(ex, &resp, state.config.limits.max_rewrite_bytes) else {
         let resp = resp.map(|body| bodies::stream(body, idle));
-        return Ok(Outcome::Passed(pass(state, resp, Vec::new(), "pass")));
+        return Ok(Outcome::Passed(pass(state, resp, Vec::new(), "pass", None)));
+    };
+    let limit = state.config.limits.max_rewrite_bytes;
+    let path = Path::of(ex.profile);
+    let (sent, expected) = (http_body::Body::size_hint(resp.body()).exact().unwrap_or(0), expected_size(&plan, resp.body(), limit));
+    let Some(mut hold) = state.budget.reserve(budget::page_cost(path, sent, expected, expected, 0)).await else {
+        let resp = resp.map(|body| bodies::stream(body, idle));
+        return Ok(Outcome::Passed(over_budget(pass(state, resp, Vec::new(), OVER_BUDGET, None), ex)));
     };
     let (mut parts, body) = resp.into_parts();
-    let limit = state.config.limits.max_rewrite_bytes;
-    let collected = collect(body, &plan, limit, idle, ex.host).await?;
+    let collected = collect(body, &plan, limit, idle, ex.host, Budgeted { hold: &mut hold, path }).await?;
     let (raw, decoded) = match collected {
         Collected::Whole { raw, decoded } => (raw, decoded),
         Collected::Stopped { raw, rest, why } => {
-            let response = Response::from_parts(parts, rest);
-            return Ok(Outcome::Passed(pass(state, response, raw, why)));
+            // What was read stays held until it is sent.
+            hold.shrink_to(raw.iter().map(|b| b.len() as u64).sum());
+            let served = pass(state, Response::from_parts(parts, rest), raw, why, Some(hold));
+            return Ok(Outcome::Passed(if why == OVER_BUDGET { over_budget(served, ex) } else { served }));
         }
     };
     let origin_bytes = raw.iter().map(|b| b.len() as u64).sum();
+    // The decoded page is all that rewriting needs.
+    drop(raw);
     let content_type = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
     let mut page = transform(ex.profile, decoded, content_type, ex.host, ex.url).await?;
     let coding = codec::choose_encoding(ex.accept_encoding.as_ref().and_then(|v| v.to_str().ok()));
@@ -110,7 +133,25 @@ pub async fn respond_outcome(state: &State, ex: &Exchange<'_>, resp: Response<In
         _ => codec::encode_all(coding, &page.body).map_err(|source| ProxyError::Encode { source })?,
     };
     rewrite_headers(&mut parts.headers, &page, coding, body.len(), ex.profile, state);
-    Ok(Outcome::Rewritten(Rewritten { parts, body: Bytes::from(body), origin_bytes }))
+    drop(page);
+    hold.shrink_to(body.len() as u64);
+    Ok(Outcome::Rewritten(Rewritten { parts, body: Bytes::from(body), origin_bytes, hold }))
+}
+
+/// Says in `x-pith` that a page passed through unrewritten for want of memory.
+fn over_budget(mut served: Served, ex: &Exchange<'_>) -> Served {
+    if let Ok(v) = HeaderValue::from_str(&format!("profile={}; not-rewritten={OVER_BUDGET}", ex.profile.name)) {
+        served.response.headers_mut().insert("x-pith", v);
+    }
+    tracing::debug!(url = ex.url, "no room in limits.rewrite_memory_bytes: the page passes through unrewritten");
+    served
+}
+
+/// The decoded size a page is expected to have, on its origin's word (Content-Length): a
+/// compressed one grows, by about four times for HTML; never more than the limit.
+fn expected_size(plan: &Plan, body: &Incoming, limit: u64) -> u64 {
+    let growth = if plan.codings.iter().all(|&c| c == Coding::Identity) { 1 } else { 4 };
+    http_body::Body::size_hint(body).exact().unwrap_or(0).saturating_mul(growth).min(limit)
 }
 
 /// How a response will be rewritten; `None` means it passes through.
@@ -176,18 +217,24 @@ enum Collected {
     Stopped { raw: Vec<Bytes>, rest: ProxyBody, why: &'static str },
 }
 
-/// Reads and decodes a body until its end, its decoded size passes `limit`, or sniffing
-/// says it is not HTML.
-async fn collect(body: Incoming, plan: &Plan, limit: u64, idle: std::time::Duration, host: &str) -> Result<Collected, ProxyError> {
-    // Sized for the whole body when the origin says how long it is (a compressed one grows,
-    // by about four times for HTML), so that gathering it does not copy it over as it grows;
-    // within the limit, and never more than a few MiB on the origin's word alone.
+/// A page's reservation in the rewrite memory budget, grown as the page is read, and how the
+/// page will be rewritten (what it will cost).
+struct Budgeted<'a> {
+    hold: &'a mut Reservation,
+    path: Path,
+}
+
+/// Reads and decodes a body until its end, its decoded size passes `limit`, sniffing says it
+/// is not HTML, or the rewrite memory budget has no room for what it has become.
+async fn collect(body: Incoming, plan: &Plan, limit: u64, idle: std::time::Duration, host: &str, budgeted: Budgeted<'_>) -> Result<Collected, ProxyError> {
+    // Sized for the whole body when the origin says how long it is, so that gathering it does
+    // not copy it over as it grows; never more than a few MiB on the origin's word alone.
     const PRESIZE_MAX: u64 = 4 << 20;
-    let growth = if plan.codings.iter().all(|&c| c == Coding::Identity) { 1 } else { 4 };
-    let expected = http_body::Body::size_hint(&body).exact().unwrap_or(0).saturating_mul(growth);
+    let expected = expected_size(plan, &body, limit);
     let mut body = body;
     let mut raw = Vec::new();
-    let mut decoded = Vec::with_capacity(expected.min(limit).min(PRESIZE_MAX) as usize);
+    let (mut raw_len, mut tags) = (0u64, 0u64);
+    let mut decoded = Vec::with_capacity(expected.min(PRESIZE_MAX) as usize);
     let mut decoder = Decoder::new(&plan.codings, limit);
     let mut sniffing = plan.sniff;
     loop {
@@ -203,8 +250,10 @@ async fn collect(body: Incoming, plan: &Plan, limit: u64, idle: std::time::Durat
             },
         };
         if !chunk.is_empty() {
+            raw_len += chunk.len() as u64;
             raw.push(chunk.clone());
         }
+        let before = decoded.len();
         match decoder.decode_into(&chunk, end, &mut decoded) {
             Ok(()) => {}
             Err(DecodeError::LimitExceeded { .. }) => return Ok(stopped(raw, body, idle, "too-large")),
@@ -215,6 +264,11 @@ async fn collect(body: Incoming, plan: &Plan, limit: u64, idle: std::time::Durat
                 return Ok(stopped(raw, body, idle, "pass"));
             }
             sniffing = false;
+        }
+        tags += budget::count_tags(&decoded[before..]);
+        let cost = budget::page_cost(budgeted.path, raw_len, decoded.capacity() as u64, decoded.len() as u64, tags);
+        if !budgeted.hold.cover(cost).await {
+            return Ok(stopped(raw, body, idle, OVER_BUDGET));
         }
         if end {
             return Ok(Collected::Whole { raw, decoded });
@@ -227,15 +281,20 @@ fn stopped(raw: Vec<Bytes>, rest: Incoming, idle: std::time::Duration, why: &'st
     Collected::Stopped { raw, rest, why }
 }
 
-/// A response streamed to the client untouched, after any bytes already read.
-fn pass<B>(state: &State, resp: Response<B>, read: Vec<Bytes>, action: &'static str) -> Served
+/// A response streamed to the client untouched, after any bytes already read; `hold` is their
+/// share of the rewrite memory budget, given back as they are sent.
+fn pass<B>(state: &State, resp: Response<B>, read: Vec<Bytes>, action: &'static str, hold: Option<Reservation>) -> Served
 where
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<bodies::BodyError>,
 {
     let (mut parts, body) = resp.into_parts();
     strip_response_hop_by_hop(&mut parts.headers, state);
-    let body = Replay::new(read, body.map_err(Into::into)).boxed_unsync();
+    let body = Replay::new(read, body.map_err(Into::into));
+    let body = match hold {
+        Some(hold) => budget::replayed(body, hold).boxed_unsync(),
+        None => body.boxed_unsync(),
+    };
     // Every byte, those read before the decision included, is counted as it is sent: the
     // access log's body wrapper counts a pass-through's bytes as origin bytes.
     Served { response: Response::from_parts(parts, body), action, origin_bytes: 0 }
