@@ -50,10 +50,15 @@ pub struct Budget {
 /// The bytes not reserved, and the pages waiting for some, in two queues. Pages already being
 /// read that need more come first: were they to queue behind pages not yet started, a burst
 /// would leave every page half read, each waiting for room the others hold, until all gave up.
-/// Within a queue, first come first served, so a large page is not passed over for ever. A page
-/// not started is let in only while an eighth of the budget stays free for the pages being read
-/// ([`Pool::room_for_arrival`]): each reserves its estimate by its length first and grows once
-/// its markup is counted.
+///
+/// Large pages (a reservation past a thirty-second of the budget) may not take the last of it
+/// ([`Pool::floor`]): a sixteenth stays for small pages to grow in and a thirty-second for small
+/// pages to start in, so a few huge pages, or clients that do not read them, never make every
+/// ordinary page wait and pass through unrewritten. A page not started leaves more room still
+/// (an eighth when it is large) for the pages being read: each reserves its estimate by its
+/// length first and grows once its markup is counted. Within a queue and a size, first come
+/// first served, so a large page is not passed over for ever by other large pages; small pages
+/// are not held up behind a large one waiting for room it may not take.
 #[derive(Debug)]
 struct Pool {
     free: u64,
@@ -64,38 +69,82 @@ struct Pool {
 
 #[derive(Debug)]
 struct Waiter {
+    /// Bytes asked for, beyond what the page holds.
     bytes: u64,
+    /// Bytes the page holds already.
+    held: u64,
+    size: Size,
     granted: oneshot::Sender<()>,
 }
 
+/// A page's size class, by the reservation it would have once granted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Size {
+    Small = 0,
+    Large = 1,
+}
+
 impl Pool {
-    /// Hands free bytes to the waiters at the head of the queues, growing pages first. A waiter
-    /// that gave up meanwhile is passed over, and what it was handed taken back.
-    fn dispatch(&mut self) {
-        for queue in [Queue::Growing, Queue::Arriving] {
-            loop {
-                let waiters = self.queue(queue);
-                while waiters.front().is_some_and(|w| w.granted.is_closed()) {
-                    waiters.pop_front();
-                }
-                let Some(bytes) = waiters.front().map(|w| w.bytes) else { break };
-                let room = if queue == Queue::Growing { bytes <= self.free } else { self.room_for_arrival(bytes) };
-                if !room {
-                    // Those behind wait their turn; arrivals wait for growing pages.
-                    return;
-                }
-                let Some(waiter) = self.queue(queue).pop_front() else { break };
-                if waiter.granted.send(()).is_ok() {
-                    self.free -= bytes;
-                }
-            }
+    /// The class of a reservation of `bytes` in all.
+    fn size(&self, bytes: u64) -> Size {
+        if bytes > self.total / 32 { Size::Large } else { Size::Small }
+    }
+
+    /// Bytes a grant must leave free.
+    fn floor(&self, queue: Queue, size: Size) -> u64 {
+        match (queue, size) {
+            (Queue::Growing, Size::Small) => 0,
+            (Queue::Arriving, Size::Small) => self.total / 32,
+            (Queue::Growing, Size::Large) => self.total / 16,
+            (Queue::Arriving, Size::Large) => self.total / 8,
         }
     }
 
-    /// Whether a page not started may take `bytes`: an eighth of the budget stays free for the
-    /// pages being read, unless nothing is being read at all.
-    fn room_for_arrival(&self, bytes: u64) -> bool {
-        bytes <= self.free && (self.free == self.total || self.free - bytes >= self.total / 8)
+    /// Whether a page holding `held` may take `bytes` more now. A page alone in the budget may
+    /// take all of it: the floors keep room for other pages, and there are none.
+    fn fits(&self, bytes: u64, held: u64, queue: Queue, size: Size) -> bool {
+        bytes <= self.free && (self.free + held == self.total || self.free - bytes >= self.floor(queue, size))
+    }
+
+    /// Whether a live page of `size` waits in `queue`.
+    fn waiting(&self, queue: Queue, size: Size) -> bool {
+        let waiters = match queue {
+            Queue::Growing => &self.growing,
+            Queue::Arriving => &self.arriving,
+        };
+        waiters.iter().any(|w| w.size == size && !w.granted.is_closed())
+    }
+
+    /// Hands free bytes to the waiters, growing pages first. Within a queue and a size the first
+    /// that does not fit stops the others of its size; arrivals of a size wait while growing
+    /// pages of that size do. A waiter that gave up meanwhile is passed over, and what it was
+    /// handed taken back.
+    fn dispatch(&mut self) {
+        let mut growing_stuck = [false; 2];
+        for queue in [Queue::Growing, Queue::Arriving] {
+            let mut stuck = if queue == Queue::Arriving { growing_stuck } else { [false; 2] };
+            let mut i = 0;
+            while let Some(w) = self.queue(queue).get(i) {
+                if w.granted.is_closed() {
+                    self.queue(queue).remove(i);
+                    continue;
+                }
+                let (bytes, held, size) = (w.bytes, w.held, w.size);
+                if stuck[size as usize] || !self.fits(bytes, held, queue, size) {
+                    stuck[size as usize] = true;
+                    i += 1;
+                    continue;
+                }
+                if let Some(waiter) = self.queue(queue).remove(i) {
+                    if waiter.granted.send(()).is_ok() {
+                        self.free -= bytes;
+                    }
+                }
+            }
+            if queue == Queue::Growing {
+                growing_stuck = stuck;
+            }
+        }
     }
 
     fn queue(&mut self, queue: Queue) -> &mut VecDeque<Waiter> {
@@ -185,21 +234,21 @@ impl Reservation {
         let granted = {
             let mut pool = lock(&self.pool);
             pool.dispatch();
-            let now = match queue {
-                Queue::Growing => pool.growing.is_empty() && pool.free >= bytes - self.bytes,
-                Queue::Arriving => pool.growing.is_empty() && pool.arriving.is_empty() && pool.room_for_arrival(bytes - self.bytes),
-            };
-            if now {
-                // Half as much again as needed for a growing page, when there is room, so one
-                // growing chunk by chunk does not come back for each one.
+            let (needed, size) = (bytes - self.bytes, pool.size(bytes));
+            let first = !pool.waiting(queue, size) && (queue == Queue::Growing || !pool.waiting(Queue::Growing, size));
+            if first && pool.fits(needed, self.bytes, queue, size) {
+                // Half as much again as needed for a growing page, when there is room above its
+                // floor, so one growing chunk by chunk does not come back for each one.
                 let ahead = if queue == Queue::Growing { (bytes + bytes / 2).min(self.total) } else { bytes };
-                let take = (ahead - self.bytes).min(pool.free);
+                let alone = pool.free + self.bytes == pool.total;
+                let spare = if alone { pool.free } else { pool.free.saturating_sub(pool.floor(queue, size)) };
+                let take = (ahead - self.bytes).min(spare).max(needed);
                 pool.free -= take;
                 self.bytes += take;
                 return true;
             }
             let (tx, rx) = oneshot::channel();
-            pool.queue(queue).push_back(Waiter { bytes: bytes - self.bytes, granted: tx });
+            pool.queue(queue).push_back(Waiter { bytes: needed, held: self.bytes, size, granted: tx });
             rx
         };
         let mut granted = granted;
@@ -446,6 +495,32 @@ mod tests {
         release.await.unwrap();
         drop(reading);
         assert_eq!(budget.available(), 100 * UNIT, "nothing lost to the waiter that gave up");
+    }
+
+    #[tokio::test]
+    async fn large_pages_leave_room_for_small_ones_to_start_and_grow() {
+        // 256 units: large past 8; large pages keep 16 free, growing; 32, starting.
+        let budget = Arc::new(Budget::new(256 * UNIT, Duration::from_millis(30)));
+        let mut big = budget.reserve(100 * UNIT).await.expect("alone, room");
+        let other = budget.reserve(100 * UNIT).await.expect("room above an eighth");
+        assert!(budget.reserve(30 * UNIT).await.is_none(), "a large page not started leaves an eighth");
+        assert!(!big.cover(150 * UNIT).await, "a large page may not take the last sixteenth");
+        assert!(big.cover(140 * UNIT).await);
+        assert_eq!(budget.available(), 16 * UNIT);
+        // A large page waits at the head of the queue for room it may never take...
+        let waiting = budget.clone();
+        let stuck = tokio::spawn(async move { waiting.reserve(20 * UNIT).await.is_some() });
+        while lock(&budget.pool).arriving.is_empty() {
+            tokio::task::yield_now().await;
+        }
+        // ...and small pages start and grow past it, in the room kept for them.
+        let mut small = budget.reserve(6 * UNIT).await.expect("a small page starts in the room kept for it");
+        assert!(small.cover(8 * UNIT).await, "and grows in it");
+        let second = budget.reserve(UNIT).await;
+        assert!(second.is_none(), "a small page not started leaves a thirty-second for pages being read");
+        assert!(!stuck.await.unwrap());
+        drop((big, other, small));
+        assert_eq!(budget.available(), 256 * UNIT, "nothing lost");
     }
 
     #[tokio::test]
