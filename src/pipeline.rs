@@ -26,6 +26,7 @@ use crate::dom::{Filtered, Tree};
 use crate::extract::algorithm::Algorithm;
 use crate::extract::declutter::{self, Outcome};
 use crate::extract::meta::{self, Meta};
+use crate::extract::pith::Choice;
 use crate::extract::site_redundancy::SiteMemory;
 use crate::extract::sites::SiteRules;
 use crate::extract::{
@@ -160,8 +161,23 @@ pub struct Reading {
     pub algorithm: Algorithm,
     /// Set when the extractor left no clear main content and the declutter page was served.
     pub fallback: Option<NoMainContent>,
+    /// How `pith` chose the content; `None` for the other extractors.
+    pub choice: Option<Choice>,
     /// The page's metadata.
     pub meta: Meta,
+}
+
+impl Reading {
+    /// What reading mode decided, as the `reader=` part of the proxy's `x-pith` header:
+    /// `article`, `moved`, `unstripped`, `whole-page` (pith's [`Choice`]; `extracted` for the
+    /// other extractors), or `fallback:REASON` when the declutter page was served.
+    pub fn summary(&self) -> String {
+        match (&self.fallback, self.choice) {
+            (Some(f), _) => format!("reader=fallback:{}", f.reason()),
+            (None, Some(c)) => format!("reader={c}"),
+            (None, None) => "reader=extracted".to_string(),
+        }
+    }
 }
 
 /// The extractor's result was judged not to be a page's main content ([`judge`]).
@@ -173,11 +189,30 @@ pub struct NoMainContent {
     pub non_link_chars: u32,
     /// The share of the kept text that is link text.
     pub link_share: f64,
+    /// `pith` doubted its own choice: a region it had ruled out holds far more prose
+    /// ([`Choice::Doubt`]).
+    pub doubt: bool,
+}
+
+impl NoMainContent {
+    /// Why, in one word: `prose-elsewhere`, `mostly-links` or `little-text`.
+    pub fn reason(&self) -> &'static str {
+        if self.doubt {
+            "prose-elsewhere"
+        } else if self.link_share > MAX_LINK_SHARE {
+            "mostly-links"
+        } else {
+            "little-text"
+        }
+    }
 }
 
 impl std::fmt::Display for NoMainContent {
     /// E.g. `declutter; pith kept 120 characters of non-link text, 64% links`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.doubt {
+            return write!(f, "declutter; {} found far more prose outside its choice than in it", self.algorithm);
+        }
         write!(
             f,
             "declutter; {} kept {} characters of non-link text, {:.0}% links",
@@ -207,7 +242,7 @@ pub fn judge(tree: &Tree, algorithm: Algorithm) -> Option<NoMainContent> {
         0 => 0.0,
         all => f64::from(kept.link_text_chars) / f64::from(all),
     };
-    let verdict = NoMainContent { algorithm, non_link_chars: text, link_share };
+    let verdict = NoMainContent { algorithm, non_link_chars: text, link_share, doubt: false };
     (text < MIN_CONTENT_CHARS || link_share > MAX_LINK_SHARE).then_some(verdict)
 }
 
@@ -331,16 +366,21 @@ fn reading_page(
     let site = host.as_deref().zip(stage2).and_then(|(host, s)| s.sites.for_host(host));
     let algorithm = site.and_then(|s| s.algorithm).unwrap_or(reader.algorithm);
     let mut removal = None;
-    match algorithm {
-        Algorithm::Crunch => removal = stage2.map(|s| run_removers(&mut tree, s, page_url).removal),
+    let choice = match algorithm {
+        Algorithm::Crunch => {
+            removal = stage2.map(|s| run_removers(&mut tree, s, page_url).removal);
+            None
+        }
         _ => {
             if let (Algorithm::SiteRedundancy, true, Some(host)) = (algorithm, reader.learn, &host) {
                 reader.memory.learn(host, &tree);
             }
-            algorithm.run(&mut tree, Some(&reader.memory), host.as_deref());
+            algorithm.run(&mut tree, Some(&reader.memory), host.as_deref())
         }
-    }
-    let fallback = judge(&tree, algorithm);
+    };
+    let doubt = (choice == Some(Choice::Doubt))
+        .then_some(NoMainContent { algorithm, non_link_chars: 0, link_share: 0.0, doubt: true });
+    let fallback = doubt.or_else(|| judge(&tree, algorithm));
     if let Some(verdict) = fallback {
         // The page as stage 1 left it, judged by the removers instead.
         let (mut fresh, _) = source.parse();
@@ -357,7 +397,7 @@ fn reading_page(
             Output::Html => crate::render::reader::insert_note(body, FALLBACK_NOTE),
             Output::Text => body,
         };
-        return (body, removal, Reading { algorithm, fallback: Some(verdict), meta });
+        return (body, removal, Reading { algorithm, fallback: Some(verdict), choice, meta });
     }
     let body = match output {
         Output::Text => crate::render::reader::render_text(&tree),
@@ -368,7 +408,7 @@ fn reading_page(
             crate::render::reader::render(&mut tree, &page)
         }
     };
-    (body, removal, Reading { algorithm, fallback: None, meta })
+    (body, removal, Reading { algorithm, fallback: None, choice, meta })
 }
 
 /// The note on a declutter page served in place of a reading page.
@@ -503,6 +543,27 @@ mod tests {
         assert!(!html.contains("Home") && !html.contains("<script") && !html.contains("datePublished"), "{html}");
         let (text, _) = read(&reader(Output::Text, Algorithm::Crunch), &doc, None);
         assert!(text.starts_with("Story\nA paragraph"), "{text}");
+    }
+
+    #[test]
+    fn the_reading_summary_says_how_pith_chose_and_a_doubt_falls_back() {
+        let doc = format!("<html><body><div id=story><p>{}</p><p>{}</p></div></body></html>", PROSE.repeat(2), PROSE.repeat(2));
+        let (_, reading) = read(&reader(Output::Text, Algorithm::Pith), &doc, None);
+        assert_eq!(reading.summary(), "reader=article");
+        // The article's class carries a tag read as a cookie banner; the bio after it is long
+        // enough to stand alone, and far shorter than the article.
+        let bio = "<p>About the author: she has written about health, food and family since 2010, and lives with two children and a dog by the sea.</p>";
+        let doc = format!(
+            "<html><body><div class='entry tag-cookies'>{}</div><div class=bio>{bio}{bio}</div></body></html>",
+            format!("<p>{}</p>", PROSE.repeat(2)).repeat(6)
+        );
+        let (text, reading) = read(&reader(Output::Text, Algorithm::Pith), &doc, None);
+        assert_eq!(reading.summary(), "reader=fallback:prose-elsewhere");
+        let verdict = reading.fallback.expect("declutter page served");
+        assert_eq!(verdict.to_string(), "declutter; pith found far more prose outside its choice than in it");
+        assert!(text.contains(PROSE.trim()), "the declutter page keeps the article: {text}");
+        let (_, other) = read(&reader(Output::Text, Algorithm::Cetr), &doc, None);
+        assert!(other.summary().starts_with("reader="), "{}", other.summary());
     }
 
     #[test]

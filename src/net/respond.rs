@@ -315,6 +315,10 @@ fn rewrite_headers(headers: &mut HeaderMap, page: &pipeline::Page, coding: Codin
         summary.push_str("; ");
         summary.push_str(&removal.summary());
     }
+    if let Some(reading) = &page.reading {
+        summary.push_str("; ");
+        summary.push_str(&reading.summary());
+    }
     if let Ok(v) = HeaderValue::from_str(&summary) {
         headers.insert("x-pith", v);
     }
