@@ -505,7 +505,7 @@ mod tests {
         let html = format!(
             "<head><title>Zehn Tipps für besseren Schlaf</title></head><body>\
              <div id=inhalt><h1>Zehn Tipps für besseren Schlaf</h1><ol>{}</ol></div>\
-             <div class=autorin><img src=a.jpg><p>Anna Muster schreibt seit 2010 über Gesundheit, \
+             <div class=kasten><img src=a.jpg><p>Anna Muster schreibt seit 2010 über Gesundheit, \
              Ernährung und Familie, lebt mit Mann, zwei Kindern und Hund in Hamburg.</p></div></body>",
             items(6, TIPP)
         );
@@ -564,7 +564,7 @@ mod tests {
             und Familie, und sie lebt mit ihrem Mann, zwei Kindern und einem Hund in Hamburg.</p>";
         let html = format!(
             "<body><div class='entry tag-cookies'><p>{TIPP}</p><p>{TIPP}</p><p>{TIPP}</p><p>{TIPP}</p>\
-             <p>{TIPP}</p><p>{TIPP}</p><p>{TIPP}</p><p>{TIPP}</p></div><div class=autorin>{bio}{bio}</div></body>"
+             <p>{TIPP}</p><p>{TIPP}</p><p>{TIPP}</p><p>{TIPP}</p></div><div class=kasten>{bio}{bio}</div></body>"
         );
         let (text, choice) = extracted_with(&html);
         assert_eq!(choice, Choice::Doubt);
