@@ -475,6 +475,24 @@ mod tests {
     }
 
     #[test]
+    fn the_only_article_counts_even_without_the_title_heading() {
+        // The title heading sits above the article; the article's wrapper is named like a
+        // sidebar, and the imprint below is long prose.
+        let impressum = "<p>Impressum: Beispiel Verlag GmbH, Musterstraße 1, 20095 Hamburg. \
+            Alle Rechte vorbehalten, Vervielfältigung nur mit Genehmigung des Verlags, und \
+            für die Inhalte externer Seiten übernehmen wir keine Haftung.</p>";
+        let html = format!(
+            "<head><title>Neue Brücke eröffnet</title></head><body><div class=kopf>\
+             <h1>Neue Brücke eröffnet</h1></div><div class='sidebar-layout'><article>\
+             <p>Bericht: {TIPP}</p><p>{TIPP}</p><p>{TIPP} Ende.</p></article></div>\
+             <div class=unten>{impressum}{impressum}</div></body>"
+        );
+        let text = extracted(&html);
+        assert!(text.starts_with("Bericht: "), "{text}");
+        assert!(!text.contains("Impressum"), "{text}");
+    }
+
+    #[test]
     fn a_footer_element_is_never_the_article() {
         let html = format!(
             "<body><div><p>Story: {PROSE}</p><p>{PROSE}</p></div>\

@@ -19,10 +19,10 @@
 //!   either way: the reading page falls back to the declutter page, which keeps both.
 //!
 //! Before those comparisons, the page's own statement comes first: a choice outside the
-//! `<article>` that holds the page's title heading (the anchor, see [`super::anchor`]), while
-//! that article holds at least [`MIN_ANCHOR_PROSE`] of prose and half as much as the choice,
-//! is a block beside the story (a footer, a bio, a related list): the choice moves into the
-//! article.
+//! `<article>` that holds the page's title heading (the anchor, see [`super::anchor`]), or
+//! outside the page's only `<article>`, while that article holds at least
+//! [`MIN_ANCHOR_PROSE`] of prose and half as much as the choice, is a block beside the story
+//! (a footer, a bio, a related list): the choice moves into the article.
 //!
 //! Only regions with at least [`MIN_REGION_PROSE`] of prose count: a page of short posts is
 //! not a page with a hidden article. On both development sets (311 pages) no region before a
@@ -52,8 +52,8 @@ pub const MIN_REGION_PROSE: u32 = 500;
 pub enum Review {
     /// No region outweighs the choice.
     Keep,
-    /// The choice lies outside the `<article>` holding the page's title heading, which holds
-    /// prose: choose inside it.
+    /// The choice lies outside the `<article>` the page states is its story (the one holding
+    /// the title heading, or the only one), which holds prose: choose inside it.
     Anchor(NodeId),
     /// This region, before or after the choice, holds far more prose: choose inside it.
     Move(NodeId),
@@ -67,7 +67,7 @@ pub fn review(tree: &Tree, a: &Analysis, roots: &[NodeId]) -> Review {
         return Review::Keep;
     };
     let chosen: u32 = roots.iter().map(|r| a.prose[r.index()]).sum();
-    if let Some(anchor) = a.anchor {
+    if let Some(anchor) = a.stated.or(a.anchor) {
         let apart = roots
             .iter()
             .all(|&r| !anchor::holds(tree, anchor, r) && !anchor::holds(tree, r, anchor));

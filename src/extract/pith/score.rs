@@ -51,6 +51,9 @@ pub struct Analysis {
     /// The page's own statement of where its content is ([`structural`]), or an ancestor of
     /// one: class and id names cannot make it an unlikely region.
     pub protected: Vec<bool>,
+    /// The `<article>` the page states is its story: the [`anchor`](Analysis::anchor), else
+    /// the page's only `<article>` with text (when stripping).
+    pub stated: Option<NodeId>,
 }
 
 /// The text of a block outside its nested blocks.
@@ -90,9 +93,12 @@ impl Analysis {
             block_of: vec![0; n],
             anchor: anchor::find(tree, title),
             protected: Vec::new(),
+            stated: None,
         };
         if strip {
-            a.protected = protected(tree, a.anchor);
+            let (marks, only_article) = protected(tree, a.anchor);
+            a.protected = marks;
+            a.stated = a.anchor.or(only_article);
         }
         a.mark(tree, strip);
         a.find_repeats(tree);
@@ -326,7 +332,8 @@ fn base_score(tree: &Tree, id: NodeId, h: Hints) -> f32 {
 /// The elements the page marks as its content ([`is_structural`]), and their ancestors: a
 /// wrapper named `site_header` or an `articleBody` whose id says `share-buttons` still holds
 /// the article, and names are weaker evidence than the page's own markup.
-fn protected(tree: &Tree, anchor: Option<NodeId>) -> Vec<bool> {
+/// Also returns the page's only `<article>` when it holds [`MIN_ONLY_ARTICLE`] of text.
+fn protected(tree: &Tree, anchor: Option<NodeId>) -> (Vec<bool>, Option<NodeId>) {
     let mut marks = vec![false; tree.len()];
     let mut only_article: Option<NodeId> = None;
     let mut articles = 0u32;
@@ -354,20 +361,17 @@ fn protected(tree: &Tree, anchor: Option<NodeId>) -> Vec<bool> {
         }
     }
     // The page's only `<article>`, when it holds text, is the composition the page is about.
-    if let Some(a) =
-        only_article.filter(|&a| articles == 1 && tree.stats(a).text_chars >= MIN_ONLY_ARTICLE)
-    {
-        mark(&mut marks, a);
+    let only_article =
+        only_article.filter(|&a| articles == 1 && tree.stats(a).text_chars >= MIN_ONLY_ARTICLE);
+    for a in only_article.iter().chain(anchor.iter()) {
+        mark(&mut marks, *a);
     }
-    if let Some(a) = anchor {
-        mark(&mut marks, a);
-    }
-    marks
+    (marks, only_article)
 }
 
 /// The least text (characters) of a page's only `<article>` that [`protected`] trusts: a
 /// shorter one is a teaser or a card, not the page's composition.
-const MIN_ONLY_ARTICLE: u32 = 500;
+const MIN_ONLY_ARTICLE: u32 = 250;
 
 /// Whether the page's markup says the element is its main content: `<main>`, `role=main`,
 /// or schema.org's `itemprop=articleBody`.
