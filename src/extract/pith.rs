@@ -595,6 +595,21 @@ mod tests {
     }
 
     #[test]
+    fn a_long_cookie_dialog_before_the_article_raises_no_doubt() {
+        let notice = "<p>We and our partners store and access information on your device, such as \
+            cookies, and process personal data, such as unique identifiers, for ads, content, \
+            measurement, audience insights and product development.</p>";
+        let html = format!(
+            "<body><div role=dialog class=cookie-consent>{}</div>\
+             <div id=story><p>Story: {PROSE}</p><p>{PROSE} Two.</p></div></body>",
+            notice.repeat(6)
+        );
+        let (text, choice) = extracted_with(&html);
+        assert_eq!(choice, Choice::Article, "{text}");
+        assert!(text.starts_with("Story: ") && !text.contains("partners"), "{text}");
+    }
+
+    #[test]
     fn the_article_before_a_longer_teaser_list_stays_chosen() {
         // Teasers after an article often hold more prose than it: only far more moves the choice.
         let teaser = format!("<div class=teaser><p>{PROSE}</p></div>");

@@ -72,7 +72,7 @@ pub fn review(tree: &Tree, a: &Analysis, roots: &[NodeId]) -> Review {
             .iter()
             .all(|&r| !anchor::holds(tree, anchor, r) && !anchor::holds(tree, r, anchor));
         let prose = a.prose[anchor.index()];
-        if apart && prose >= MIN_ANCHOR_PROSE && prose * 2 >= chosen {
+        if apart && prose >= MIN_ANCHOR_PROSE && u64::from(prose) * 2 >= u64::from(chosen) {
             return Review::Anchor(anchor);
         }
     }
@@ -99,7 +99,7 @@ pub fn review(tree: &Tree, a: &Analysis, roots: &[NodeId]) -> Review {
             if slot.is_none_or(|(b, _)| prose > b) {
                 *slot = Some((prose, c));
             }
-            if is_before && a.unlikely[i] {
+            if is_before && a.unlikely[i] && by_name(tree, a, c) {
                 let s = tree.stats(c);
                 let text = s.text_chars.saturating_sub(s.link_text_chars);
                 if hidden.is_none_or(|(b, _)| text > b) {
@@ -112,8 +112,7 @@ pub fn review(tree: &Tree, a: &Analysis, roots: &[NodeId]) -> Review {
     let outweighs = |prose: u32, ratio: u32| {
         prose >= MIN_REGION_PROSE && u64::from(prose) >= u64::from(chosen) * u64::from(ratio)
     };
-    if let Some((prose, region)) = before.filter(|&(p, _)| outweighs(p, RATIO_BEFORE)) {
-        let _ = prose;
+    if let Some((_, region)) = before.filter(|&(p, _)| outweighs(p, RATIO_BEFORE)) {
         return Review::Move(region);
     }
     if let Some((_, region)) = after.filter(|&(p, _)| outweighs(p, RATIO_AFTER)) {
@@ -125,6 +124,14 @@ pub fn review(tree: &Tree, a: &Analysis, roots: &[NodeId]) -> Review {
         }
     }
     Review::Keep
+}
+
+/// Whether names alone made the region unlikely: not its tag (`nav`, `aside`, `footer`), not
+/// an ARIA role (a dialog's text is a cookie notice, not a hidden article).
+fn by_name(tree: &Tree, a: &Analysis, region: NodeId) -> bool {
+    a.hints[region.index()].is_unlikely()
+        && tree.attr(region, "role").is_none()
+        && !matches!(tree.tag(region), Some("nav" | "aside" | "footer"))
 }
 
 /// The prose of a region counted without the unlikely marks: its visible paragraphs of
