@@ -179,6 +179,7 @@ const WORDS: &[(&[u8], u8)] = &[
 /// Words that carry a hint as a prefix of a longer word (`comments`, `sharebar`).
 const STEMS: &[(&[u8], u8)] = &[
     (b"comment", N | U),
+    (b"related", N | U),
     (b"advert", N),
     (b"sponsor", N),
     (b"promo", N),
@@ -356,6 +357,7 @@ mod tests {
             assert_eq!(classify(w), bits, "{}", String::from_utf8_lossy(w));
         }
         assert_eq!(classify(b"commentlist"), N | U);
+        assert_eq!(classify(b"relatedposts"), N | U);
         assert_eq!(classify(b"wrapper"), 0);
         assert_eq!(classify(b""), 0);
     }
