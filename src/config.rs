@@ -253,7 +253,7 @@ impl Default for RawLimits {
             max_header_bytes: Spanned::new(0..0, 65_536),
             max_rewrite_bytes: Spanned::new(0..0, 16 << 20),
             rewrite_memory_bytes: Spanned::new(0..0, 256 << 20),
-            rewrite_memory_wait_ms: Spanned::new(0..0, 1000),
+            rewrite_memory_wait_ms: Spanned::new(0..0, 50),
             max_headers: Spanned::new(0..0, DEFAULT_MAX_HEADERS),
             client_rate: Spanned::new(0..0, 0),
             client_burst: Spanned::new(0..0, 0),
@@ -988,7 +988,7 @@ mod tests {
         assert_eq!(c.listeners[0].profile.name, "declutter");
         assert!(c.profiles.contains_key("pass") && c.profiles.contains_key("text"));
         assert_eq!(c.limits.max_rewrite_bytes, 16 << 20);
-        assert_eq!((c.limits.rewrite_memory_bytes, c.limits.rewrite_memory_wait), (256 << 20, Duration::from_secs(1)));
+        assert_eq!((c.limits.rewrite_memory_bytes, c.limits.rewrite_memory_wait), (256 << 20, Duration::from_millis(50)));
         assert_eq!(c.upstream.connect_ports, vec![443]);
         assert!(c.upstream.deny.is_empty() && !c.upstream.deny_private, "no destination is refused by default");
         assert_eq!(c.cache, CacheConfig { enabled: true, max_bytes: 64 << 20, max_entry_bytes: 1 << 20 });

@@ -24,11 +24,13 @@ const EX_USAGE: u8 = 64;
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// jemalloc's options, read when it starts (`malloc_conf`, under the prefix this build of it
-/// uses): a background thread returns pages unused for a second (`dirty_decay_ms`) straight
-/// to the system (`muzzy_decay_ms:0`), so memory goes back while the proxy is idle too, not
-/// only when it next allocates.
+/// uses): a background thread returns pages unused for a quarter of a second (`dirty_decay_ms`)
+/// straight to the system (`muzzy_decay_ms:0`), so memory goes back while the proxy is idle
+/// too, not only when it next allocates; and pages freed by one large rewrite do not stay
+/// resident beside the next one's, so resident memory stays near what the rewrite budget
+/// counts.
 #[export_name = "_rjem_malloc_conf"]
-static MALLOC_CONF: &[u8; 60] = b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
+static MALLOC_CONF: &[u8; 59] = b"background_thread:true,dirty_decay_ms:250,muzzy_decay_ms:0\0";
 
 /// pith: a forward HTTP(S) proxy that serves the pith of every page.
 #[derive(Parser)]

@@ -27,6 +27,7 @@ use crate::extract::algorithm::Algorithm;
 use crate::extract::declutter::{self, Outcome};
 use crate::extract::hidden::{self, HiddenSource};
 use crate::extract::meta::{self, Meta};
+use crate::extract::pith::Choice;
 use crate::extract::site_redundancy::SiteMemory;
 use crate::extract::sites::SiteRules;
 use crate::extract::{
@@ -158,11 +159,10 @@ pub struct Page {
 }
 
 impl Page {
-    /// What reading mode adds to the proxy's `x-pith` header: `source=<where>` when the
-    /// content came from a copy only scripts would show (e.g. `source=noscript`).
+    /// What reading mode adds to the proxy's `x-pith` header ([`Reading::summary`]); `None` for
+    /// other profiles.
     pub fn reading_summary(&self) -> Option<String> {
-        let hidden = self.reading.as_ref()?.hidden?;
-        Some(format!("source={hidden}"))
+        self.reading.as_ref().map(Reading::summary)
     }
 
     /// The value of the proxy's `x-pith-fallback` header: set when reading mode served the
@@ -182,8 +182,29 @@ pub struct Reading {
     pub fallback: Option<NoMainContent>,
     /// Set when the content came from a copy only scripts would show ([`hidden`]).
     pub hidden: Option<HiddenSource>,
+    /// How `pith` chose the content; `None` for the other extractors.
+    pub choice: Option<Choice>,
     /// The page's metadata.
     pub meta: Meta,
+}
+
+impl Reading {
+    /// What reading mode decided, as the `reader=` part of the proxy's `x-pith` header:
+    /// `article`, `moved`, `unstripped`, `whole-page` (pith's [`Choice`]; `extracted` for the
+    /// other extractors), or `fallback:REASON` when the declutter page was served; then
+    /// `; source=WHERE` when the content came from a copy only scripts would show (e.g.
+    /// `source=noscript`).
+    pub fn summary(&self) -> String {
+        let mut summary = match (&self.fallback, self.choice) {
+            (Some(f), _) => format!("reader=fallback:{}", f.reason()),
+            (None, Some(c)) => format!("reader={c}"),
+            (None, None) => "reader=extracted".to_string(),
+        };
+        if let Some(hidden) = self.hidden {
+            summary.push_str(&format!("; source={hidden}"));
+        }
+        summary
+    }
 }
 
 /// The extractor's result was judged not to be a page's main content ([`judge`]).
@@ -195,11 +216,30 @@ pub struct NoMainContent {
     pub non_link_chars: u32,
     /// The share of the kept text that is link text.
     pub link_share: f64,
+    /// `pith` doubted its own choice: a region it had ruled out holds far more prose
+    /// ([`Choice::Doubt`]).
+    pub doubt: bool,
+}
+
+impl NoMainContent {
+    /// Why, in one word: `prose-elsewhere`, `mostly-links` or `little-text`.
+    pub fn reason(&self) -> &'static str {
+        if self.doubt {
+            "prose-elsewhere"
+        } else if self.link_share > MAX_LINK_SHARE {
+            "mostly-links"
+        } else {
+            "little-text"
+        }
+    }
 }
 
 impl std::fmt::Display for NoMainContent {
     /// E.g. `declutter; pith kept 120 characters of non-link text, 64% links`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.doubt {
+            return write!(f, "declutter; {} found far more prose outside its choice than in it", self.algorithm);
+        }
         write!(
             f,
             "declutter; {} kept {} characters of non-link text, {:.0}% links",
@@ -229,7 +269,7 @@ pub fn judge(tree: &Tree, algorithm: Algorithm) -> Option<NoMainContent> {
         0 => 0.0,
         all => f64::from(kept.link_text_chars) / f64::from(all),
     };
-    let verdict = NoMainContent { algorithm, non_link_chars: text, link_share };
+    let verdict = NoMainContent { algorithm, non_link_chars: text, link_share, doubt: false };
     (text < MIN_CONTENT_CHARS || link_share > MAX_LINK_SHARE).then_some(verdict)
 }
 
@@ -357,14 +397,16 @@ fn reading_page(
     let site = host.as_deref().zip(stage2).and_then(|(host, s)| s.sites.for_host(host));
     let algorithm = site.and_then(|s| s.algorithm).unwrap_or(reader.algorithm);
     let job = Extraction { algorithm, reader, stage2, host: host.as_deref(), page_url };
-    let mut removal = job.run(&mut tree, reader.learn);
+    let (mut removal, mut choice) = job.run(&mut tree, reader.learn);
     let original = page_url.or(meta.canonical.as_deref());
     // From the page itself: a hidden copy has no <base> of its own.
     let base = if output == Output::Html { document_base(&tree, original) } else { None };
-    let mut fallback = judge(&tree, algorithm);
+    let doubt = (choice == Some(Choice::Doubt))
+        .then_some(NoMainContent { algorithm, non_link_chars: 0, link_share: 0.0, doubt: true });
+    let mut fallback = doubt.or_else(|| judge(&tree, algorithm));
     let mut hidden = None;
     if let Some(copy) = from_hidden(&tree, &source, &job) {
-        (tree, removal, hidden, fallback) = (copy.tree, copy.removal, Some(copy.source), None);
+        (tree, removal, choice, hidden, fallback) = (copy.tree, copy.removal, copy.choice, Some(copy.source), None);
     }
     if let Some(verdict) = fallback {
         // The page as stage 1 left it, judged by the removers instead.
@@ -382,7 +424,7 @@ fn reading_page(
             Output::Html => crate::render::reader::insert_note(body, FALLBACK_NOTE),
             Output::Text | Output::Content => body,
         };
-        return (body, removal, Reading { algorithm, fallback: Some(verdict), hidden, meta });
+        return (body, removal, Reading { algorithm, fallback: Some(verdict), choice, hidden, meta });
     }
     let body = match output {
         Output::Text => crate::render::reader::render_text(&mut tree, &meta),
@@ -392,7 +434,7 @@ fn reading_page(
             crate::render::reader::render(&mut tree, &page)
         }
     };
-    (body, removal, Reading { algorithm, fallback: None, hidden, meta })
+    (body, removal, Reading { algorithm, fallback: None, choice, hidden, meta })
 }
 
 /// One page's extractor and what it runs with, so that a hidden copy of the page is extracted
@@ -407,16 +449,16 @@ struct Extraction<'a> {
 
 impl Extraction<'_> {
     /// Runs the extractor over `tree`, learning the page first when `learn` (and the
-    /// extractor learns); the removers' report when the extractor is theirs.
-    fn run(&self, tree: &mut Tree, learn: bool) -> Option<Removal> {
+    /// extractor learns): the removers' report when the extractor is theirs, and how `pith`
+    /// chose when it is pith's.
+    fn run(&self, tree: &mut Tree, learn: bool) -> (Option<Removal>, Option<Choice>) {
         if self.algorithm == Algorithm::Crunch {
-            return self.stage2.map(|s| run_removers(tree, s, self.page_url).removal);
+            return (self.stage2.map(|s| run_removers(tree, s, self.page_url).removal), None);
         }
         if let (Algorithm::SiteRedundancy, true, Some(host)) = (self.algorithm, learn, self.host) {
             self.reader.memory.learn(host, tree);
         }
-        self.algorithm.run(tree, Some(&self.reader.memory), self.host);
-        None
+        (None, self.algorithm.run(tree, Some(&self.reader.memory), self.host))
     }
 }
 
@@ -428,6 +470,7 @@ const MAX_HIDDEN_TRIES: usize = 2;
 struct HiddenPage {
     tree: Tree,
     removal: Option<Removal>,
+    choice: Option<Choice>,
     source: HiddenSource,
 }
 
@@ -450,10 +493,11 @@ fn from_hidden(visible: &Tree, source: &Source<'_>, job: &Extraction<'_>) -> Opt
             continue;
         }
         strip_scripts(&mut tree);
-        let removal = if copy.source.is_article() { None } else { job.run(&mut tree, false) };
+        // A copy that is the article itself (JSON-LD `articleBody`) is taken whole.
+        let (removal, choice) = if copy.source.is_article() { (None, Some(Choice::Article)) } else { job.run(&mut tree, false) };
         let got = tree.body().map_or(0, |b| non_link_chars(&kept_stats_of(&tree, b)));
         if hidden::is_far_more(got, kept, MIN_CONTENT_CHARS) && judge(&tree, job.algorithm).is_none() {
-            return Some(HiddenPage { tree, removal, source: copy.source });
+            return Some(HiddenPage { tree, removal, choice, source: copy.source });
         }
     }
     None
@@ -616,7 +660,7 @@ mod tests {
     fn a_post_only_in_noscript_is_read_from_there() {
         let doc = shell(&format!("<noscript>{}</noscript><noscript><img src=/pixel.gif></noscript>", post()));
         let page = process(&reader(Output::Content, Algorithm::Pith), doc.as_bytes(), None, Output::Content, None).expect("page");
-        assert_eq!(page.reading_summary().as_deref(), Some("source=noscript"));
+        assert_eq!(page.reading_summary().as_deref(), Some("reader=article; source=noscript"));
         let reading = page.reading.as_ref().expect("reading mode ran");
         assert_eq!((reading.hidden, reading.fallback), (Some(HiddenSource::Noscript), None));
         let text = String::from_utf8(page.body).expect("utf-8");
@@ -646,7 +690,28 @@ mod tests {
         let doc = format!("<body>{visible}<noscript>{visible}{visible}</noscript></body>");
         let page = process(&reader(Output::Content, Algorithm::Pith), doc.as_bytes(), None, Output::Content, None).expect("page");
         assert_eq!(page.reading.as_ref().and_then(|r| r.hidden), None, "twice as much is not far more");
-        assert_eq!(page.reading_summary(), None);
+        assert_eq!(page.reading_summary().as_deref(), Some("reader=article"));
+    }
+
+    #[test]
+    fn the_reading_summary_says_how_pith_chose_and_a_doubt_falls_back() {
+        let doc = format!("<html><body><div id=story><p>{}</p><p>{}</p></div></body></html>", PROSE.repeat(2), PROSE.repeat(2));
+        let (_, reading) = read(&reader(Output::Text, Algorithm::Pith), &doc, None);
+        assert_eq!(reading.summary(), "reader=article");
+        // The article's class carries a tag read as a cookie banner; the bio after it is long
+        // enough to stand alone, and far shorter than the article.
+        let bio = "<p>About the author: she has written about health, food and family since 2010, and lives with two children and a dog by the sea.</p>";
+        let doc = format!(
+            "<html><body><div class='entry tag-cookies'>{}</div><div class=bio>{bio}{bio}</div></body></html>",
+            format!("<p>{}</p>", PROSE.repeat(2)).repeat(6)
+        );
+        let (text, reading) = read(&reader(Output::Text, Algorithm::Pith), &doc, None);
+        assert_eq!(reading.summary(), "reader=fallback:prose-elsewhere");
+        let verdict = reading.fallback.expect("declutter page served");
+        assert_eq!(verdict.to_string(), "declutter; pith found far more prose outside its choice than in it");
+        assert!(text.contains(PROSE.trim()), "the declutter page keeps the article: {text}");
+        let (_, other) = read(&reader(Output::Text, Algorithm::Cetr), &doc, None);
+        assert!(other.summary().starts_with("reader="), "{}", other.summary());
     }
 
     #[test]

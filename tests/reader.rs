@@ -17,7 +17,7 @@ async fn the_reader_profile_serves_the_article_in_a_reading_page() {
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.headers()["content-type"], "text/html; charset=utf-8");
     let summary = resp.headers()["x-pith"].to_str().unwrap().to_string();
-    assert!(summary.contains("profile=reader"), "x-pith: {summary}");
+    assert!(summary.contains("profile=reader") && summary.ends_with("; reader=article"), "x-pith: {summary}");
     assert!(resp.headers().get("x-pith-fallback").is_none());
     let html = resp.text().await.unwrap();
     assert!(html.starts_with("<!DOCTYPE html>\n<html lang=\"en-GB\" dir=\"ltr\">"), "{html}");
@@ -41,6 +41,8 @@ async fn a_page_of_links_falls_back_to_the_declutter_page_and_says_so() {
     assert_eq!(resp.status(), 200);
     let fallback = resp.headers().get("x-pith-fallback").map(|v| v.to_str().unwrap().to_string());
     assert!(fallback.as_deref().is_some_and(|f| f.starts_with("declutter; pith kept ")), "x-pith-fallback: {fallback:?}");
+    let summary = resp.headers()["x-pith"].to_str().unwrap().to_string();
+    assert!(summary.contains("; reader=fallback:"), "x-pith: {summary}");
     let html = resp.text().await.unwrap();
     assert!(html.contains("<p role=\"note\">Reading mode found no clear main content"), "{html}");
     assert!(html.contains("Storm surges explained"), "the links are the page: {html}");

@@ -84,8 +84,14 @@ impl Algorithm {
 
     /// Runs the extractor over `tree` with its default parameters (see the module's contract).
     /// `Crunch` is run by the caller through [`super::declutter`], which needs the profile's
-    /// settings; here it removes nothing.
-    pub fn run(self, tree: &mut Tree, memory: Option<&SiteMemory>, host: Option<&str>) {
+    /// settings; here it removes nothing. `pith` says how it chose ([`pith::Choice`]); the
+    /// others, `None`.
+    pub fn run(
+        self,
+        tree: &mut Tree,
+        memory: Option<&SiteMemory>,
+        host: Option<&str>,
+    ) -> Option<pith::Choice> {
         match self {
             Algorithm::Crunch => {}
             Algorithm::Distribution => distribution::extract(tree, &Default::default()),
@@ -99,8 +105,9 @@ impl Algorithm {
             Algorithm::SiteRedundancy => {
                 site_redundancy::extract(tree, memory, host, &Default::default())
             }
-            Algorithm::Pith => pith::extract(tree, &Default::default()),
+            Algorithm::Pith => return Some(pith::extract(tree, &Default::default())),
         }
+        None
     }
 }
 

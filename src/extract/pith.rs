@@ -9,9 +9,14 @@
 //!    schema.org `articleBody` property weigh in as weak evidence. Regions that are never the
 //!    article (menus, sidebars, comment threads, sharing bars, `nav`, `aside`, ARIA
 //!    navigation and dialogs) are left out of scoring, and so is every `<article>` other than
-//!    the one holding the page's title heading ([`anchor`]: teasers, related posts). The best
-//!    block wins; it moves up to a common ancestor when several near-equal blocks share one
-//!    (an article split into sections) and when its parent scores higher still.
+//!    the one holding the page's title heading ([`anchor`]: teasers, related posts). Names
+//!    never make an unlikely region of what the page's markup calls its content (`<main>`,
+//!    `role=main`, `itemprop=articleBody`, the titled `<article>`, a page's only `<article>`)
+//!    nor of its wrappers; a `<footer>` is never the article. A paragraph whose text is the
+//!    own text of three blocks or more, each in a container of its own, is a widget's (an
+//!    image-rating prompt under every picture) and scores nothing. The best block wins; it
+//!    moves up to a common ancestor when several near-equal blocks share one (an article split
+//!    into sections) and when its parent scores higher still.
 //! 2. **Expansion** ([`score`]): the winner's siblings that score close to it, or that are
 //!    paragraphs of prose with few links, join it (articles whose paragraphs are not all in
 //!    one container).
@@ -23,7 +28,13 @@
 //!    rather than of it go too ([`lines`]): datelines and contact lines outside the run of its
 //!    prose, gallery counters, and any block repeating the page's title (the reading page
 //!    shows the title once, as its own `<h1>`).
-//! 4. **Assessment** ([`assess`]): how sure the choice is. A page whose best block holds little
+//! 4. **Review** ([`review`]): the choice against the rest of the page. A choice outside the
+//!    titled `<article>` (which holds prose), or one with a third of the prose of a region
+//!    before it or a fifth of a region after it, moves into that region ([`Choice::Moved`]);
+//!    when only names hid that much prose, the choice is in doubt ([`Choice::Doubt`]) and the
+//!    reading page serves the declutter page. Never confidently wrong: the failure this
+//!    catches is a bio, a footer or a disclaimer returned beside an article ten times longer.
+//! 5. **Assessment** ([`assess`]): how sure the choice is. A page whose best block holds little
 //!    prose (a home page, a link portal, search results) is [`Confidence::Unclear`], and the
 //!    reading page should fall back to the declutter output and say so.
 //!
@@ -51,12 +62,14 @@ mod anchor;
 mod clean;
 mod hints;
 mod lines;
+mod review;
 mod score;
 
 use crate::dom::{NodeId, Tree};
 
 use super::algorithm::keep_only;
 use anchor::Title;
+use review::Review;
 use score::{Analysis, Selection};
 
 /// The knobs of the extractor; [`Default`] gives the values the module doc explains.
@@ -103,24 +116,67 @@ pub struct Assessment {
     pub page_chars: u32,
 }
 
+/// How the content was chosen, for the reading page's decision and the proxy's `x-pith`
+/// header (`reader=…`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Choice {
+    /// The best-scoring block, as first chosen.
+    Article,
+    /// The first choice held far less prose than a region beside it ([`review`]): the article
+    /// was chosen inside that region.
+    Moved,
+    /// Stripping the unlikely regions left too little: the page was analysed again without.
+    Unstripped,
+    /// The choice cannot be trusted: a region that names mark as clutter holds far more prose
+    /// than it. The reading page serves the declutter page instead.
+    Doubt,
+    /// No paragraph to score: the page was left whole.
+    Nothing,
+}
+
+impl Choice {
+    /// The value of `reader=` in the `x-pith` header.
+    pub fn name(self) -> &'static str {
+        match self {
+            Choice::Article => "article",
+            Choice::Moved => "moved",
+            Choice::Unstripped => "unstripped",
+            Choice::Doubt => "fallback:prose-elsewhere",
+            Choice::Nothing => "whole-page",
+        }
+    }
+}
+
+impl std::fmt::Display for Choice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// The extractor's decision, before it touches the tree.
 struct Plan {
     roots: Vec<NodeId>,
     drop: Vec<NodeId>,
     chars: u32,
     link_chars: u32,
+    choice: Choice,
 }
 
-/// Removes what is not main content (contract in [`super::algorithm`]). A page without any
-/// paragraph to score is left whole.
-pub fn extract(tree: &mut Tree, params: &Params) {
+/// Removes what is not main content (contract in [`super::algorithm`]) and says how it chose.
+/// A page without any paragraph to score is left whole; so is one whose choice is in doubt
+/// ([`Choice::Doubt`]), which the reading page replaces with the declutter page.
+pub fn extract(tree: &mut Tree, params: &Params) -> Choice {
     let Some(plan) = plan(tree, params) else {
-        return;
+        return Choice::Nothing;
     };
+    if plan.choice == Choice::Doubt {
+        return Choice::Doubt;
+    }
     keep_only(tree, &plan.roots);
     for id in plan.drop {
         tree.remove(id);
     }
+    plan.choice
 }
 
 /// Judges, without changing the tree, whether [`extract`] would find clear main content. The
@@ -137,7 +193,9 @@ pub fn assess(tree: &Tree, params: &Params) -> Assessment {
         };
     };
     let non_link = plan.chars.saturating_sub(plan.link_chars);
-    let clear = non_link >= params.min_content_chars && plan.link_chars * 2 < plan.chars;
+    let clear = non_link >= params.min_content_chars
+        && plan.link_chars * 2 < plan.chars
+        && plan.choice != Choice::Doubt;
     Assessment {
         confidence: if clear {
             Confidence::Clear
@@ -158,7 +216,14 @@ fn plan(tree: &Tree, params: &Params) -> Option<Plan> {
     if first.as_ref().is_some_and(|p| p.chars >= params.min_chars) {
         return first;
     }
-    let second = plan_once(tree, &title, false);
+    let second = plan_once(tree, &title, false).map(|p| Plan {
+        choice: if p.choice == Choice::Article {
+            Choice::Unstripped
+        } else {
+            p.choice
+        },
+        ..p
+    });
     match (first, second) {
         (Some(a), Some(b)) => Some(if b.chars > a.chars { b } else { a }),
         (a, b) => a.or(b),
@@ -167,8 +232,23 @@ fn plan(tree: &Tree, params: &Params) -> Option<Plan> {
 
 fn plan_once(tree: &Tree, title: &Title, strip: bool) -> Option<Plan> {
     let analysis = Analysis::of(tree, title, strip);
-    let Selection { roots, .. } = score::select(tree, &analysis)?;
+    let Selection { roots, .. } = score::select(tree, &analysis, None)?;
     let cleaning = clean::clean(tree, &analysis, title, &roots);
+    let choice = match review::review(tree, &analysis, &roots) {
+        Review::Keep => Choice::Article,
+        Review::Doubt => Choice::Doubt,
+        Review::Anchor(region) => match moved(tree, &analysis, title, region, 0) {
+            Some(moved) => return Some(moved),
+            None => Choice::Doubt,
+        },
+        Review::Move(region) => {
+            let before: u32 = roots.iter().map(|r| analysis.prose[r.index()]).sum();
+            match moved(tree, &analysis, title, region, before) {
+                Some(moved) => return Some(moved),
+                None => Choice::Doubt,
+            }
+        }
+    };
     if cleaning.chars == 0 {
         return None; // everything judged clutter: the choice was wrong, not the page empty
     }
@@ -177,6 +257,32 @@ fn plan_once(tree: &Tree, title: &Title, strip: bool) -> Option<Plan> {
         drop: cleaning.drop,
         chars: cleaning.chars,
         link_chars: cleaning.link_chars,
+        choice,
+    })
+}
+
+/// The choice inside `region`, which [`review`] found holds the article: `None` when the
+/// choice there holds no more prose than `before` (the first choice's, when the region was
+/// found by its prose; 0 for the titled article, which the page itself names).
+fn moved(
+    tree: &Tree,
+    analysis: &Analysis,
+    title: &Title,
+    region: NodeId,
+    before: u32,
+) -> Option<Plan> {
+    let Selection { roots } = score::select(tree, analysis, Some(region))?;
+    let prose: u32 = roots.iter().map(|r| analysis.prose[r.index()]).sum();
+    if prose <= before {
+        return None;
+    }
+    let cleaning = clean::clean(tree, analysis, title, &roots);
+    (cleaning.chars > 0).then_some(Plan {
+        roots,
+        drop: cleaning.drop,
+        chars: cleaning.chars,
+        link_chars: cleaning.link_chars,
+        choice: Choice::Moved,
     })
 }
 
@@ -348,6 +454,175 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("latest story"), "{text}");
+    }
+
+    /// A legal footer of the kind every page carries: long, with commas, and never content.
+    const LEGAL: &str = "<p>© 2004-2019 Example Media Ltd, Brighton, UK. All rights reserved. \
+        The information published on this website, including text, graphics and images, is not \
+        intended as a substitute for professional advice, and you should not act on it alone.</p>";
+
+    #[test]
+    fn the_page_markup_outweighs_a_wrapper_named_like_clutter() {
+        // The only article, with the title heading, sits in a wrapper named `site_header`; the
+        // article body's id names the share buttons it hosts.
+        let html = format!(
+            "<head><title>How the brain turns thought into insight</title></head><body>\
+             <div class='row site_header'><article><h1>How the brain turns thought into insight</h1>\
+             <div id=share-btns-container itemprop=articleBody><p>Lead: {PROSE}</p><p>{PROSE}</p></div>\
+             </article></div><div id=legal>{LEGAL}{LEGAL}</div></body>"
+        );
+        assert_eq!(extracted(&html), format!("Lead: {PROSE}\n{PROSE}\n"));
+    }
+
+    #[test]
+    fn the_only_article_counts_even_without_the_title_heading() {
+        // The title heading sits above the article; the article's wrapper is named like a
+        // sidebar, and the imprint below is long prose.
+        let impressum = "<p>Impressum: Beispiel Verlag GmbH, Musterstraße 1, 20095 Hamburg. \
+            Alle Rechte vorbehalten, Vervielfältigung nur mit Genehmigung des Verlags, und \
+            für die Inhalte externer Seiten übernehmen wir keine Haftung.</p>";
+        let html = format!(
+            "<head><title>Neue Brücke eröffnet</title></head><body><div class=kopf>\
+             <h1>Neue Brücke eröffnet</h1></div><div class='sidebar-layout'><article>\
+             <p>Bericht: {TIPP}</p><p>{TIPP}</p><p>{TIPP} Ende.</p></article></div>\
+             <div class=unten>{impressum}{impressum}</div></body>"
+        );
+        let text = extracted(&html);
+        assert!(text.starts_with("Bericht: "), "{text}");
+        assert!(!text.contains("Impressum"), "{text}");
+    }
+
+    #[test]
+    fn a_footer_element_is_never_the_article() {
+        let html = format!(
+            "<body><div><p>Story: {PROSE}</p><p>{PROSE}</p></div>\
+             <footer><div>{LEGAL}{LEGAL}{LEGAL}</div></footer></body>"
+        );
+        assert_eq!(extracted(&html), format!("Story: {PROSE}\n{PROSE}\n"));
+    }
+
+    fn extracted_with(html: &str) -> (String, Choice) {
+        let mut tree = Tree::parse(html);
+        let choice = extract(&mut tree, &Params::default());
+        (render(&tree), choice)
+    }
+
+    /// `n` list items of prose: an article written as a list (steps, tips, a review's points),
+    /// which scores nothing, as lists never do.
+    fn items(n: usize, sentence: &str) -> String {
+        (0..n)
+            .map(|i| format!("<li>{i}. {sentence}</li>"))
+            .collect()
+    }
+
+    const TIPP: &str = "Wer abends das Handy weglegt, das Schlafzimmer kühl hält und jeden Tag \
+        zur gleichen Zeit aufsteht, schläft nach wenigen Wochen spürbar besser ein.";
+
+    #[test]
+    fn an_author_bio_after_the_article_gives_way_to_it() {
+        let html = format!(
+            "<head><title>Zehn Tipps für besseren Schlaf</title></head><body>\
+             <div id=inhalt><h1>Zehn Tipps für besseren Schlaf</h1><ol>{}</ol></div>\
+             <div class=kasten><img src=a.jpg><p>Anna Muster schreibt seit 2010 über Gesundheit, \
+             Ernährung und Familie, lebt mit Mann, zwei Kindern und Hund in Hamburg.</p></div></body>",
+            items(6, TIPP)
+        );
+        let (text, choice) = extracted_with(&html);
+        assert_eq!(choice, Choice::Moved, "{text}");
+        assert!(text.starts_with(&format!("0. {TIPP}")), "{text}");
+        assert!(text.contains(&format!("5. {TIPP}")), "{text}");
+        assert!(!text.contains("Anna Muster"), "{text}");
+    }
+
+    #[test]
+    fn an_affiliate_disclaimer_and_product_headings_give_way_to_the_review() {
+        let point = "Le casque tient ses promesses : la réduction de bruit efface le métro, \
+            l'autonomie dépasse trente heures, et le confort reste bon après une longue journée.";
+        let html = format!(
+            "<body><div class=haut><p>Cet article contient des liens affiliés : si vous achetez \
+             via ces liens, nous touchons une commission, sans frais pour vous, ce qui finance la \
+             rédaction.</p><div class=produits><h3>Casque audio sans fil, réduction de bruit, 40 h, \
+             noir</h3><h3>Écouteurs Bluetooth, étanches, autonomie 30 h, blanc</h3><h3>Enceinte \
+             portable, basses profondes, 20 W, bleu</h3></div></div>\
+             <div class=test><ul>{}</ul></div></body>",
+            items(6, point)
+        );
+        let (text, choice) = extracted_with(&html);
+        assert_eq!(choice, Choice::Moved, "{text}");
+        assert!(text.starts_with(&format!("0. {point}")), "{text}");
+        assert!(
+            !text.contains("liens affiliés") && !text.contains("Casque audio"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_widget_text_repeated_under_every_picture_is_not_the_recipe() {
+        let step = "Die Butter mit dem Zucker schaumig rühren, dann die Eier einzeln unterrühren \
+            und das Mehl mit dem Backpulver darübersieben.";
+        let prompt = "<div class=bild><img src=k.jpg><p>Wie gefällt Ihnen dieses Bild? Bewerten \
+            Sie es jetzt, mit einem Klick, und helfen Sie so anderen Leserinnen und Lesern.</p></div>";
+        let html = format!(
+            "<body><div class=rezept><p>Ein einfacher Rührkuchen für jeden Tag.</p>\
+             <ol>{}</ol></div><div class=galerie>{}</div></body>",
+            items(5, step),
+            prompt.repeat(5)
+        );
+        let text = extracted(&html);
+        assert!(text.starts_with("Ein einfacher Rührkuchen"), "{text}");
+        assert!(text.contains(&format!("4. {step}")), "{text}");
+        assert!(!text.contains("Wie gefällt Ihnen"), "{text}");
+    }
+
+    #[test]
+    fn far_more_prose_in_a_region_named_like_clutter_is_a_doubt() {
+        // The article's class carries a tag taken for a cookie banner; the bio after it is what
+        // is left, long enough to stand alone.
+        let bio = "<p>Über die Autorin: Anna Muster schreibt seit 2010 über Gesundheit, Ernährung \
+            und Familie, und sie lebt mit ihrem Mann, zwei Kindern und einem Hund in Hamburg.</p>";
+        let html = format!(
+            "<body><div class='entry tag-cookies'><p>{TIPP}</p><p>{TIPP}</p><p>{TIPP}</p><p>{TIPP}</p>\
+             <p>{TIPP}</p><p>{TIPP}</p><p>{TIPP}</p><p>{TIPP}</p></div><div class=kasten>{bio}{bio}</div></body>"
+        );
+        let (text, choice) = extracted_with(&html);
+        assert_eq!(choice, Choice::Doubt);
+        assert!(
+            text.contains(TIPP) && text.contains("Anna Muster"),
+            "left whole: {text}"
+        );
+        let verdict = assess(&Tree::parse(&html), &Params::default());
+        assert_eq!(verdict.confidence, Confidence::Unclear, "{verdict:?}");
+    }
+
+    #[test]
+    fn a_long_cookie_dialog_before_the_article_raises_no_doubt() {
+        let notice = "<p>We and our partners store and access information on your device, such as \
+            cookies, and process personal data, such as unique identifiers, for ads, content, \
+            measurement, audience insights and product development.</p>";
+        let html = format!(
+            "<body><div role=dialog class=cookie-consent>{}</div>\
+             <div id=story><p>Story: {PROSE}</p><p>{PROSE} Two.</p></div></body>",
+            notice.repeat(6)
+        );
+        let (text, choice) = extracted_with(&html);
+        assert_eq!(choice, Choice::Article, "{text}");
+        assert!(text.starts_with("Story: ") && !text.contains("partners"), "{text}");
+    }
+
+    #[test]
+    fn the_article_before_a_longer_teaser_list_stays_chosen() {
+        // Teasers after an article often hold more prose than it: only far more moves the choice.
+        let teaser = format!("<div class=teaser><p>{PROSE}</p></div>");
+        let html = format!(
+            "<body><div id=story><p>Story: {PROSE}</p><p>{PROSE}</p></div><div id=more>{}</div></body>",
+            teaser.repeat(2)
+        );
+        let (text, choice) = extracted_with(&html);
+        assert_eq!(choice, Choice::Article);
+        assert!(
+            text.starts_with("Story: ") && text.lines().count() == 2,
+            "{text}"
+        );
     }
 
     #[test]

@@ -125,13 +125,8 @@ pub async fn respond_outcome(state: &State, ex: &Exchange<'_>, resp: Response<In
     // The decoded page is all that rewriting needs.
     drop(raw);
     let content_type = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
-    let mut page = transform(ex.profile, decoded, content_type, ex.host, ex.url).await?;
     let coding = codec::choose_encoding(ex.accept_encoding.as_ref().and_then(|v| v.to_str().ok()));
-    let body = match coding {
-        // The page as it is: an identity encoder would only copy it.
-        Coding::Identity => std::mem::take(&mut page.body),
-        _ => codec::encode_all(coding, &page.body).map_err(|source| ProxyError::Encode { source })?,
-    };
+    let (page, body) = transform(ex.profile, decoded, content_type, coding, ex.host, ex.url).await?;
     rewrite_headers(&mut parts.headers, &page, coding, body.len(), ex.profile, state);
     drop(page);
     hold.shrink_to(body.len() as u64);
@@ -307,19 +302,50 @@ fn strip_response_hop_by_hop(headers: &mut HeaderMap, state: &State) {
 
 /// Runs the pipeline; large pages go to the blocking pool so one big page does not stall
 /// the other connections of this worker thread.
-async fn transform(profile: &Profile, doc: Vec<u8>, content_type: Option<String>, host: &str, url: &str) -> Result<pipeline::Page, ProxyError> {
+/// Rewrites the page and encodes it for the client: inline for an ordinary page, on the
+/// blocking pool for a large one, whose parse and compression would hold an async worker for
+/// long, and in turns ([`large_rewrites`]) for a huge one.
+async fn transform(profile: &Profile, doc: Vec<u8>, content_type: Option<String>, coding: Coding, host: &str, url: &str) -> Result<(pipeline::Page, Vec<u8>), ProxyError> {
     const INLINE_BYTES: usize = 512 * 1024;
-    let rewrite_error = |source| ProxyError::Rewrite { host: host.to_string(), source };
-    if doc.len() <= INLINE_BYTES {
-        return process(profile, &doc, content_type.as_deref(), url).map_err(rewrite_error);
+    const HUGE_BYTES: usize = 4 << 20;
+    let (inline, huge) = (doc.len() <= INLINE_BYTES, doc.len() > HUGE_BYTES);
+    let host = host.to_string();
+    let job = move |profile: &Profile, url: &str| -> Result<(pipeline::Page, Vec<u8>), ProxyError> {
+        let mut page = process(profile, &doc, content_type.as_deref(), url).map_err(|source| ProxyError::Rewrite { host, source })?;
+        let body = match coding {
+            // The page as it is: an identity encoder would only copy it.
+            Coding::Identity => std::mem::take(&mut page.body),
+            _ => codec::encode_all(coding, &page.body).map_err(|source| ProxyError::Encode { source })?,
+        };
+        Ok((page, body))
+    };
+    if inline {
+        return job(profile, url);
     }
-    let profile = profile.clone();
-    let url = url.to_string();
-    let job = tokio::task::spawn_blocking(move || process(&profile, &doc, content_type.as_deref(), &url));
-    match job.await {
-        Ok(result) => result.map_err(rewrite_error),
+    // Huge pages take turns for all cores but one, so a burst of them leaves a core to the
+    // async workers and to ordinary pages: without it, 16 pages of 15 MiB at once on two cores
+    // made every small page wait its share of seventeen threads. Pages of a few hundred KiB,
+    // common on the web, never queue behind them.
+    let _turn = match huge {
+        true => Some(large_rewrites().acquire().await.map_err(|_| ProxyError::Internal { what: "the rewriting turns were closed".to_string() })?),
+        false => None,
+    };
+    let (profile, url) = (profile.clone(), url.to_string());
+    match tokio::task::spawn_blocking(move || job(&profile, &url)).await {
+        Ok(result) => result,
         Err(join) => Err(ProxyError::Internal { what: format!("the rewriting task failed: {join}") }),
     }
+}
+
+/// Turns for rewriting huge pages: one fewer than the machine's cores,
+/// at least one. Shared by every listener and kept across reloads (it depends on the machine,
+/// not on the configuration).
+fn large_rewrites() -> &'static tokio::sync::Semaphore {
+    static TURNS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
+    TURNS.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        tokio::sync::Semaphore::new(cores.saturating_sub(1).max(1))
+    })
 }
 
 /// Runs the pipeline in the profile's output form. A page nested deeper than the tree holds

@@ -9,6 +9,8 @@
 //! most words are turned away by one table lookup on their first letter and length: this runs
 //! on every element of the page, so it was the extractor's largest cost.
 
+use std::sync::LazyLock;
+
 use markup5ever::local_name;
 
 use crate::dom::{NodeId, Tree};
@@ -177,6 +179,7 @@ const WORDS: &[(&[u8], u8)] = &[
 /// Words that carry a hint as a prefix of a longer word (`comments`, `sharebar`).
 const STEMS: &[(&[u8], u8)] = &[
     (b"comment", N | U),
+    (b"related", N | U),
     (b"advert", N),
     (b"sponsor", N),
     (b"promo", N),
@@ -223,8 +226,100 @@ const fn filter() -> [u32; 26] {
     f
 }
 
-/// The hint bits of one lower-case word.
+/// The hint bits of one lower-case word: the table above, then the other languages' words
+/// ([`Names`], from `filters/reader-names.txt`).
 fn classify(w: &[u8]) -> u8 {
+    match builtin(w) {
+        0 => NAMES.classify(w),
+        bits => bits,
+    }
+}
+
+/// The words of `filters/reader-names.txt`, read once.
+static NAMES: LazyLock<Names> = LazyLock::new(|| Names::parse(BUILTIN_NAMES).unwrap_or_default());
+
+/// The built-in names file.
+const BUILTIN_NAMES: &str = include_str!("../../../filters/reader-names.txt");
+
+/// Class and id words in other languages than the code's table: whole words, sorted, and
+/// stems, with a filter like [`FILTER`] so most words are turned away by one lookup.
+#[derive(Default, Debug)]
+struct Names {
+    filter: [u32; 26],
+    words: Vec<(Box<[u8]>, u8)>,
+    stems: Vec<(Box<[u8]>, u8)>,
+}
+
+impl Names {
+    /// Parses the file's format (its header says it); the first bad line is the error.
+    fn parse(text: &str) -> Result<Names, String> {
+        let mut names = Names::default();
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let bad = |what: &str| format!("reader-names line {}: {what}: {line}", n + 1);
+            let (kinds, words) = line.split_once(':').ok_or_else(|| bad("no colon"))?;
+            let mut bits = 0u8;
+            for kind in kinds.split(',').map(str::trim) {
+                bits |= match kind {
+                    "clutter" => Hints::NEGATIVE,
+                    "never" => Hints::UNLIKELY,
+                    "meta" => Hints::META,
+                    "share" => Hints::SHARE,
+                    "content" => Hints::POSITIVE,
+                    _ => return Err(bad("unknown kind")),
+                };
+            }
+            for word in words.split_ascii_whitespace() {
+                let (stem, w) = match word.strip_suffix('*') {
+                    Some(w) => (true, w),
+                    None => (false, word),
+                };
+                let w = w.as_bytes();
+                let ok = !w.is_empty()
+                    && w.len() < 32
+                    && w[0].is_ascii_lowercase()
+                    && w.iter()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+                if !ok {
+                    return Err(bad("a word is lower-case ASCII letters and digits"));
+                }
+                let slot = &mut names.filter[usize::from(w[0] - b'a')];
+                if stem {
+                    *slot |= u32::MAX << w.len();
+                    names.stems.push((w.into(), bits));
+                } else {
+                    *slot |= 1 << w.len();
+                    names.words.push((w.into(), bits));
+                }
+            }
+        }
+        names.words.sort_unstable();
+        Ok(names)
+    }
+
+    fn classify(&self, w: &[u8]) -> u8 {
+        let Some(&first) = w.first() else { return 0 };
+        if !first.is_ascii_lowercase() || w.len() >= 32 {
+            return 0;
+        }
+        if self.filter[usize::from(first - b'a')] & (1 << w.len()) == 0 {
+            return 0;
+        }
+        if let Ok(i) = self.words.binary_search_by(|(k, _)| k.as_ref().cmp(w)) {
+            return self.words[i].1;
+        }
+        self.stems
+            .iter()
+            .find(|(k, _)| w.starts_with(k))
+            .map_or(0, |&(_, bits)| bits)
+    }
+}
+
+/// The hint bits of one lower-case word by the table above.
+fn builtin(w: &[u8]) -> u8 {
     let Some(&first) = w.first() else { return 0 };
     if !first.is_ascii_lowercase() || w.len() >= 32 {
         return 0;
@@ -262,6 +357,7 @@ mod tests {
             assert_eq!(classify(w), bits, "{}", String::from_utf8_lossy(w));
         }
         assert_eq!(classify(b"commentlist"), N | U);
+        assert_eq!(classify(b"relatedposts"), N | U);
         assert_eq!(classify(b"wrapper"), 0);
         assert_eq!(classify(b""), 0);
     }
@@ -276,6 +372,21 @@ mod tests {
             seen,
             ["article", "body", "post", "2", "col", "main", "x9", "y"]
         );
+    }
+
+    #[test]
+    fn the_names_file_parses_and_its_words_are_found() {
+        let names = Names::parse(BUILTIN_NAMES).expect("the built-in names parse");
+        assert!(names.words.len() > 60, "{}", names.words.len());
+        for (w, bits) in &names.words {
+            assert_eq!(names.classify(w), *bits, "{}", String::from_utf8_lossy(w));
+        }
+        assert!(Names::parse("clutter kommentar").is_err());
+        assert!(Names::parse("sometimes: kommentar").is_err());
+        assert!(Names::parse("clutter: Kommentar").is_err());
+        let one = Names::parse("never, clutter: kommentar*").expect("parses");
+        assert_eq!(one.classify(b"kommentarliste"), N | U);
+        assert_eq!(one.classify(b"kommentiert"), 0);
     }
 
     macro_rules! hinted {
@@ -296,5 +407,11 @@ mod tests {
         ad_is_a_word_not_a_substring: "class='header-shadow download'" => -25, true;
         plain_names_say_nothing: "class='wrapper x12'" => 0, false;
         share_bar: "class='share-tools'" => -25, true;
+        german_comments: "id=kommentare" => -25, true;
+        german_author_box: "class='autorin-box'" => -25, false;
+        french_related: "class='liens-similaires'" => -25, true;
+        polish_footer: "class='stopka'" => -25, true;
+        chinese_content: "class='zhengwen'" => 25, false;
+        italian_share: "class='condividi'" => -25, true;
     }
 }

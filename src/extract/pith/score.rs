@@ -48,6 +48,12 @@ pub struct Analysis {
     pub block_of: Vec<u32>,
     /// The `<article>` holding the page's title heading ([`anchor::find`]).
     pub anchor: Option<NodeId>,
+    /// The page's own statement of where its content is ([`structural`]), or an ancestor of
+    /// one: class and id names cannot make it an unlikely region.
+    pub protected: Vec<bool>,
+    /// The `<article>` the page states is its story: the [`anchor`](Analysis::anchor), else
+    /// the page's only `<article>` with text (when stripping).
+    pub stated: Option<NodeId>,
 }
 
 /// The text of a block outside its nested blocks.
@@ -61,7 +67,15 @@ pub struct Own {
     pub commas: u32,
     /// Sentence ends (`.`, `!`, `?` and the full-width stop).
     pub stops: u32,
+    /// A hash of the text without its whitespace, for [`Analysis::find_repeats`].
+    pub hash: u64,
 }
+
+/// How many blocks with the same text make it a widget's (an image-rating prompt under every
+/// picture, a "jump to recipe" button, a newsletter box in every section). Twice happens in
+/// articles (a pull quote, a lead repeated as a summary); three times, of a paragraph-long
+/// text, is a template.
+pub const MIN_REPEATS: usize = 3;
 
 impl Analysis {
     /// Analyses the page; `strip` marks the unlikely regions (see [`Hints::is_unlikely`]).
@@ -78,8 +92,16 @@ impl Analysis {
             candidate: vec![false; n],
             block_of: vec![0; n],
             anchor: anchor::find(tree, title),
+            protected: Vec::new(),
+            stated: None,
         };
+        if strip {
+            let (marks, only_article) = protected(tree, a.anchor);
+            a.protected = marks;
+            a.stated = a.anchor.or(only_article);
+        }
         a.mark(tree, strip);
+        a.find_repeats(tree);
         a.sum(tree);
         a.score_paragraphs(tree);
         a
@@ -111,7 +133,8 @@ impl Analysis {
                     self.unlikely[i] = self.unlikely[parent] || {
                         let h = hints::of(tree, id);
                         self.hints[i] = h;
-                        (strip && is_unlikely(tree, id, e, h)) || self.other_story(tree, id, e)
+                        let named = strip && !self.protected[i] && is_unlikely(tree, id, e, h);
+                        named || self.other_story(tree, id, e)
                     };
                     self.block_of[i] = if is_block(e) {
                         i as u32
@@ -136,8 +159,35 @@ impl Analysis {
                     }
                     own.commas += commas;
                     own.stops += stops;
+                    own.hash = fold_hash(own.hash, tree.str(*span));
                 }
                 _ => self.block_of[i] = self.block_of[parent],
+            }
+        }
+    }
+
+    /// Takes the counts away from the blocks whose own text, a paragraph long, is the own text
+    /// of [`MIN_REPEATS`] blocks or more, each in a container of its own: a widget's text
+    /// scores nothing and is not prose (it stays where it is; cleaning judges it as any other
+    /// block). Copies side by side in one container are the page's own text (a refrain, a
+    /// placeholder). One sort of the paragraphs' hashes.
+    fn find_repeats(&mut self, tree: &Tree) {
+        let mut seen: Vec<(u64, u32, u32)> = Vec::new();
+        for (i, o) in self.own.iter().enumerate() {
+            if o.chars < MIN_PARAGRAPH {
+                continue;
+            }
+            let parent = tree.node_at(i).and_then(|id| tree.parent(id));
+            seen.push((o.hash, parent.map_or(0, |p| p.index() as u32), i as u32));
+        }
+        seen.sort_unstable();
+        for run in seen.chunk_by(|x, y| x.0 == y.0) {
+            let containers = run.chunk_by(|x, y| x.1 == y.1).count();
+            if containers < MIN_REPEATS {
+                continue;
+            }
+            for &(_, _, i) in run {
+                self.own[i as usize] = Own::default();
             }
         }
     }
@@ -279,6 +329,62 @@ fn base_score(tree: &Tree, id: NodeId, h: Hints) -> f32 {
     (tag + h.weight() + item) as f32
 }
 
+/// The elements the page marks as its content ([`is_structural`]), and their ancestors: a
+/// wrapper named `site_header` or an `articleBody` whose id says `share-buttons` still holds
+/// the article, and names are weaker evidence than the page's own markup.
+/// Also returns the page's only `<article>` when it holds [`MIN_ONLY_ARTICLE`] of text.
+fn protected(tree: &Tree, anchor: Option<NodeId>) -> (Vec<bool>, Option<NodeId>) {
+    let mut marks = vec![false; tree.len()];
+    let mut only_article: Option<NodeId> = None;
+    let mut articles = 0u32;
+    let mark = |marks: &mut Vec<bool>, id: NodeId| {
+        marks[id.index()] = true;
+        for p in tree.ancestors(id) {
+            if marks[p.index()] {
+                break;
+            }
+            marks[p.index()] = true;
+        }
+    };
+    for i in 0..tree.len() {
+        let Some(id) = tree.node_at(i) else { continue };
+        let Some(e) = tree.element(id) else { continue };
+        if e.ns != Ns::Html {
+            continue;
+        }
+        if e.name == local_name!("article") {
+            articles += 1;
+            only_article = Some(id);
+        }
+        if is_structural(tree, id, e) {
+            mark(&mut marks, id);
+        }
+    }
+    // The page's only `<article>`, when it holds text, is the composition the page is about.
+    let only_article =
+        only_article.filter(|&a| articles == 1 && tree.stats(a).text_chars >= MIN_ONLY_ARTICLE);
+    for a in only_article.iter().chain(anchor.iter()) {
+        mark(&mut marks, *a);
+    }
+    (marks, only_article)
+}
+
+/// The least text (characters) of a page's only `<article>` that [`protected`] trusts: a
+/// shorter one is a teaser or a card, not the page's composition.
+const MIN_ONLY_ARTICLE: u32 = 250;
+
+/// Whether the page's markup says the element is its main content: `<main>`, `role=main`,
+/// or schema.org's `itemprop=articleBody`.
+fn is_structural(tree: &Tree, id: NodeId, e: &Element) -> bool {
+    e.name == local_name!("main")
+        || tree
+            .attr(id, "role")
+            .is_some_and(|r| r.eq_ignore_ascii_case("main"))
+        || tree
+            .attr(id, "itemprop")
+            .is_some_and(|v| v.split_ascii_whitespace().any(|w| w == "articleBody"))
+}
+
 /// Whether the element is a region that is never the article: by its names, its ARIA role
 /// or its tag (`nav`, `aside`: the page says so).
 fn is_unlikely(tree: &Tree, id: NodeId, e: &Element, h: Hints) -> bool {
@@ -289,7 +395,8 @@ fn is_unlikely(tree: &Tree, id: NodeId, e: &Element, h: Hints) -> bool {
         local_name!("body") | local_name!("html") | local_name!("main") | local_name!("a") => {
             return false
         }
-        local_name!("nav") | local_name!("aside") => return true,
+        // A page's or a section's footer: its fine print, contact and legal lines.
+        local_name!("nav") | local_name!("aside") | local_name!("footer") => return true,
         _ => {}
     }
     if let Some(role) = tree.attr(id, "role") {
@@ -332,6 +439,31 @@ pub fn is_prose(own: &Own) -> bool {
     own.chars >= 80 && own.link_chars * 4 < own.chars
 }
 
+/// Folds a text into a block's hash (FNV-1a): its length and its first [`HASHED_BYTES`]
+/// bytes that are not ASCII whitespace (a template's copies differ in their indentation, not
+/// their words). A bounded cost per text: every visible text of the page comes here.
+fn fold_hash(mut h: u64, text: &str) -> u64 {
+    if h == 0 {
+        h = 0xcbf2_9ce4_8422_2325;
+    }
+    let mut step = |b: u8| h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    for b in text.trim_ascii().len().to_le_bytes() {
+        step(b);
+    }
+    for &b in text
+        .as_bytes()
+        .iter()
+        .filter(|b| !b.is_ascii_whitespace())
+        .take(HASHED_BYTES)
+    {
+        step(b);
+    }
+    h
+}
+
+/// How many bytes of each text [`fold_hash`] reads.
+const HASHED_BYTES: usize = 48;
+
 /// A text's commas and sentence ends: the ASCII ones and the Arabic comma, the ideographic
 /// comma and full stop, and the full-width comma, exclamation and question marks. Every
 /// visible text goes through here: one tight loop over the bytes, and for a text that is not
@@ -373,9 +505,14 @@ pub struct Selection {
 
 /// Picks the article: the best final score, moved up to a common ancestor when several
 /// near-equal blocks share one (an article split into sections), then joined with siblings.
-pub fn select(tree: &Tree, a: &Analysis) -> Option<Selection> {
+/// With a `scope`, only blocks inside it compete, and the choice never leaves it; when none
+/// inside it scores, the scope is the choice.
+pub fn select(tree: &Tree, a: &Analysis, scope: Option<NodeId>) -> Option<Selection> {
+    let range = scope.map_or(0..tree.len(), |s| {
+        s.index()..s.index() + tree.descendants(s).len()
+    });
     let mut best: [(f32, usize); 5] = [(f32::MIN, usize::MAX); 5];
-    for i in 0..tree.len() {
+    for i in range.clone() {
         if !a.candidate[i] || a.unlikely[i] {
             continue;
         }
@@ -387,22 +524,39 @@ pub fn select(tree: &Tree, a: &Analysis) -> Option<Selection> {
         }
     }
     let (top_score, top) = best[0];
-    let mut top = tree.node_at(top)?;
-    top = common_ancestor(tree, top, top_score, &best[1..]).unwrap_or(top);
-    top = climb(tree, a, top);
-    top = expand(tree, a, top);
-    let roots = siblings(tree, a, top);
+    // A scope without a scored block (an article written as a list) is the choice itself.
+    let mut top = tree.node_at(top).or(scope)?;
+    let bound = Bound { range };
+    top = common_ancestor(tree, top, top_score, &best[1..], &bound).unwrap_or(top);
+    top = climb(tree, a, top, &bound);
+    top = expand(tree, a, top, &bound);
+    let roots = if scope == Some(top) {
+        vec![top]
+    } else {
+        siblings(tree, a, top)
+    };
     Some(Selection { roots })
+}
+
+/// How far up the choice may move: not to `body` or `html`, and not out of the scope.
+struct Bound {
+    range: std::ops::Range<usize>,
+}
+
+impl Bound {
+    fn stops(&self, tree: &Tree, p: NodeId) -> bool {
+        tree.tag(p).is_none_or(|t| t == "body" || t == "html") || !self.range.contains(&p.index())
+    }
 }
 
 /// Moves up to the ancestor that holds the rest of an article split into several blocks
 /// (sections between figures, paragraphs around an inset): each step up must add text that is
 /// at least half prose with few links. Wrappers that add nothing are passed through.
-fn expand(tree: &Tree, a: &Analysis, top: NodeId) -> NodeId {
+fn expand(tree: &Tree, a: &Analysis, top: NodeId, bound: &Bound) -> NodeId {
     let mut cur = top;
     let mut up = tree.parent(top);
     while let Some(p) = up {
-        if tree.tag(p).is_none_or(|t| t == "body" || t == "html") {
+        if bound.stops(tree, p) {
             break;
         }
         let (pi, ci) = (p.index(), cur.index());
@@ -422,7 +576,13 @@ fn expand(tree: &Tree, a: &Analysis, top: NodeId) -> NodeId {
 
 /// When three or more of the runners-up score at least 3/4 of the top and share an ancestor
 /// with it, that ancestor is the article (its sections scored separately).
-fn common_ancestor(tree: &Tree, top: NodeId, score: f32, rest: &[(f32, usize)]) -> Option<NodeId> {
+fn common_ancestor(
+    tree: &Tree,
+    top: NodeId,
+    score: f32,
+    rest: &[(f32, usize)],
+    bound: &Bound,
+) -> Option<NodeId> {
     let close: Vec<usize> = rest
         .iter()
         .filter(|&&(s, i)| i != usize::MAX && s >= 0.75 * score && s > 0.0)
@@ -433,7 +593,7 @@ fn common_ancestor(tree: &Tree, top: NodeId, score: f32, rest: &[(f32, usize)]) 
     }
     let mut up = tree.parent(top);
     while let Some(p) = up {
-        if tree.tag(p).is_none() || tree.tag(p) == Some("body") {
+        if bound.stops(tree, p) {
             return None;
         }
         let range = p.index()..p.index() + tree.descendants(p).len();
@@ -447,12 +607,12 @@ fn common_ancestor(tree: &Tree, top: NodeId, score: f32, rest: &[(f32, usize)]) 
 
 /// Moves up from the top block while its parent scores higher (the parent holds more of the
 /// article), and past parents of which it is the only element child.
-fn climb(tree: &Tree, a: &Analysis, mut top: NodeId) -> NodeId {
+fn climb(tree: &Tree, a: &Analysis, mut top: NodeId, bound: &Bound) -> NodeId {
     let mut last = a.final_score(top);
     let threshold = last / 3.0;
     let mut up = tree.parent(top);
     while let Some(p) = up {
-        if tree.tag(p).is_none_or(|t| t == "body" || t == "html") {
+        if bound.stops(tree, p) {
             break;
         }
         if a.candidate[p.index()] {
@@ -469,7 +629,7 @@ fn climb(tree: &Tree, a: &Analysis, mut top: NodeId) -> NodeId {
         up = tree.parent(p);
     }
     while let Some(p) = tree.parent(top) {
-        if tree.tag(p).is_none_or(|t| t == "body" || t == "html") {
+        if bound.stops(tree, p) {
             break;
         }
         let elements = tree
