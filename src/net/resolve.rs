@@ -120,7 +120,7 @@ pub enum ResolveError {
         /// The refused address.
         addr: IpAddr,
         /// The rule that refused it.
-        rule: DenyRule,
+        rule: Box<DenyRule>,
     },
 }
 
@@ -145,7 +145,7 @@ pub async fn resolve(host: &str, port: u16, rules: DenyRules<'_>) -> Result<Vec<
 pub fn check(host: &str, addrs: &[SocketAddr], rules: DenyRules<'_>) -> Result<(), ResolveError> {
     for addr in addrs {
         if let Some(rule) = rules.denies(addr.ip()) {
-            return Err(ResolveError::Denied { host: host.to_string(), addr: addr.ip(), rule });
+            return Err(ResolveError::Denied { host: host.to_string(), addr: addr.ip(), rule: Box::new(rule) });
         }
     }
     Ok(())
