@@ -252,7 +252,6 @@ header_read_timeout_ms = $header_timeout_ms
 max_header_bytes = 65536
 max_rewrite_bytes = 16777216
 rewrite_memory_bytes = $(( budget_mib << 20 ))
-
 # CONN-KEYS (the lines below are dropped with --conn-keys off)
 client_write_timeout_ms = $write_timeout_ms
 tunnel_idle_timeout_ms = $tunnel_idle_ms

@@ -326,9 +326,10 @@ async fn transform(profile: &Profile, doc: Vec<u8>, content_type: Option<String>
     // async workers and to ordinary pages: without it, 16 pages of 15 MiB at once on two cores
     // made every small page wait its share of seventeen threads. Pages of a few hundred KiB,
     // common on the web, never queue behind them.
-    let _turn = match huge {
-        true => Some(large_rewrites().acquire().await.map_err(|_| ProxyError::Internal { what: "the rewriting turns were closed".to_string() })?),
-        false => None,
+    let _turn = if huge {
+        Some(large_rewrites().acquire().await.map_err(|_| ProxyError::Internal { what: "the rewriting turns were closed".to_string() })?)
+    } else {
+        None
     };
     let (profile, url) = (profile.clone(), url.to_string());
     match tokio::task::spawn_blocking(move || job(&profile, &url)).await {
