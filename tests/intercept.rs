@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use base64::Engine;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
+use rustls::pki_types::{CertificateDer, ServerName};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -325,16 +325,7 @@ impl Drop for WsOrigin {
 
 impl WsOrigin {
     async fn start(tls: bool) -> (WsOrigin, CertificateDer<'static>) {
-        let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("rcgen makes a certificate");
-        let cert = certified.cert.der().clone();
-        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(certified.signing_key.serialize_der()));
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(vec![cert.clone()], key)
-            .unwrap();
+        let (config, cert) = crate::common::origin::localhost_tls_config();
         let acceptor = tls.then(|| tokio_rustls::TlsAcceptor::from(Arc::new(config)));
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
@@ -557,16 +548,7 @@ async fn an_sni_other_than_the_connect_host_gets_no_leaf() {
 
 /// A TLS origin for `localhost` that answers every request with `103 Early Hints`, then a 200.
 async fn hinting_tls_origin() -> (u16, CertificateDer<'static>, tokio::task::JoinHandle<()>) {
-    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("rcgen makes a certificate");
-    let cert = certified.cert.der().clone();
-    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(certified.signing_key.serialize_der()));
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(vec![cert.clone()], key)
-        .unwrap();
+    let (config, cert) = crate::common::origin::localhost_tls_config();
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();

@@ -81,16 +81,7 @@ impl Origin {
     /// Serves HTTPS on 127.0.0.1, port 0, with a fresh self-signed certificate for
     /// `localhost`; returns the origin and the certificate a client must trust.
     pub async fn run_tls(self) -> (RunningOrigin, CertificateDer<'static>) {
-        let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("rcgen makes a certificate");
-        let cert = certified.cert.der().clone();
-        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(certified.signing_key.serialize_der()));
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .expect("ring supports the default versions")
-            .with_no_client_auth()
-            .with_single_cert(vec![cert.clone()], key)
-            .expect("the generated key matches its certificate");
+        let (mut config, cert) = localhost_tls_config();
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
         (self.start(Some(acceptor)).await, cert)
@@ -184,6 +175,22 @@ impl RunningOrigin {
     pub fn connections(&self) -> usize {
         self.shared.connections.load(Ordering::SeqCst)
     }
+}
+
+/// A TLS server configuration with a fresh self-signed certificate for `localhost`, and that
+/// certificate, which a client must trust.
+pub fn localhost_tls_config() -> (rustls::ServerConfig, CertificateDer<'static>) {
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("rcgen makes a certificate");
+    let cert = certified.cert.der().clone();
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(certified.signing_key.serialize_der()));
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("ring supports the default versions")
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.clone()], key)
+        .expect("the generated key matches its certificate");
+    (config, cert)
 }
 
 /// A 200 response with the given headers and a body of known length.
