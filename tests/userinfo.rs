@@ -1,7 +1,8 @@
 //! Userinfo in a request URL (`http://user:pw@host/`): removed before anything else sees the
 //! target, so the origin never gets it (in `Host` or the request line) and the access log never
-//! holds it, for plain requests, CONNECT and requests inside an intercepted tunnel. Run through
-//! the `pith` binary, whose log is what an operator reads.
+//! holds it, for plain requests, CONNECT and requests inside an intercepted tunnel; a target
+//! whose userinfo cannot be cut off is refused. Run through the `pith` binary, whose log is what
+//! an operator reads.
 
 use std::sync::Arc;
 
@@ -49,6 +50,14 @@ async fn userinfo_is_stripped_never_forwarded_and_never_logged() {
     let resp = exchange(pith, format!("GET http://{target}/ HTTP/1.1\r\nHost: {target}\r\n\r\n").as_bytes()).await;
     assert_eq!((resp.status, resp.text().as_str()), (200, "hello"));
     assert_eq!(plain.last().header("host"), Some(format!("127.0.0.1:{port}")));
+
+    // An `@` whose remainder is no authority (found by the `head` fuzz target): refused, and
+    // the log names no part of the authority.
+    for malformed in [format!("http://[{SECRET}@:]:{port}/"), format!("http://[user@:]:{port}/")] {
+        let resp = exchange(pith, format!("GET {malformed} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n").as_bytes()).await;
+        assert_eq!(resp.status, 400, "{malformed}");
+    }
+    served.wait_for("url=(malformed authority)");
 
     // A blind tunnel named with userinfo; the tunnel closes when the client does.
     let mut tunnel = RawClient::connect(pith).await;

@@ -267,9 +267,15 @@ impl Handler {
     /// Serves one request; every failure becomes an error page, never a dropped connection.
     async fn handle(self, mut req: Request<Incoming>) -> Result<Response<ProxyBody>, Infallible> {
         let this = self.refreshed();
-        if let Some(uri) = target::without_userinfo(req.uri()) {
-            *req.uri_mut() = uri;
-        }
+        // A target whose userinfo cannot be cut off is refused, and logged without its authority.
+        let malformed = match target::without_userinfo(req.uri()) {
+            Ok(Some(uri)) => {
+                *req.uri_mut() = uri;
+                None
+            }
+            Ok(None) => None,
+            Err(bad) => Some(bad),
+        };
         if let Err(refused) = this.check_rate() {
             // Counted by the limiter and logged once per run of refusals, not per request.
             return Ok(own::error_page(&refused));
@@ -277,7 +283,7 @@ impl Handler {
         let record = AccessRecord {
             client: this.client,
             method: req.method().clone(),
-            url: req.uri().to_string(),
+            url: if malformed.is_some() { "(malformed authority)".into() } else { req.uri().to_string() },
             status: 0,
             origin_bytes: 0,
             profile: this.listener.profile.name.clone(),
@@ -285,7 +291,10 @@ impl Handler {
             start: Instant::now(),
         };
         let mut pending = Unanswered { record: Some(record), guard: &this.guard };
-        let served = this.serve(req, pending.record()).await;
+        let served = match malformed {
+            Some(bad) => Err(bad.into()),
+            None => this.serve(req, pending.record()).await,
+        };
         let mut record = pending.answered();
         let (response, counts_origin) = match served {
             Ok(pair) => pair,

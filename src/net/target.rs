@@ -22,15 +22,17 @@ impl From<BadTarget> for ProxyError {
     }
 }
 
-/// `uri` without userinfo; `None` when it has none (the common case costs no copy).
-pub fn without_userinfo(uri: &Uri) -> Option<Uri> {
-    let authority = uri.authority()?;
-    let (_, host_port) = authority.as_str().rsplit_once('@')?;
+/// `uri` without userinfo: `Ok(None)` when it has none (the common case costs no copy).
+///
+/// An authority with an `@` whose remainder is no authority (`http://[@:]:8080/`) is refused:
+/// the part before the `@` may be a secret, so the target is neither kept nor logged as sent.
+pub fn without_userinfo(uri: &Uri) -> Result<Option<Uri>, BadTarget> {
+    let Some(authority) = uri.authority() else { return Ok(None) };
+    let Some((_, host_port)) = authority.as_str().rsplit_once('@') else { return Ok(None) };
+    let malformed = || BadTarget("the request target's authority is malformed".into());
     let mut parts = uri.clone().into_parts();
-    // The part after the last `@` of a valid authority is itself a valid one, but a malformed
-    // remainder must not become a panic: the target is then refused as having no host.
-    parts.authority = Some(host_port.parse::<Authority>().ok()?);
-    Uri::from_parts(parts).ok()
+    parts.authority = Some(host_port.parse::<Authority>().map_err(|_| malformed())?);
+    Uri::from_parts(parts).map(Some).map_err(|_| malformed())
 }
 
 /// The absolute target of a request from outside a tunnel; `None` for an origin-form request,
@@ -72,7 +74,7 @@ mod tests {
             fn $name() {
                 let uri: Uri = $in.parse().unwrap();
                 let expect: Option<&str> = $out;
-                assert_eq!(without_userinfo(&uri).map(|u| u.to_string()).as_deref(), expect);
+                assert_eq!(without_userinfo(&uri).unwrap().map(|u| u.to_string()).as_deref(), expect);
             }
         };
     }
@@ -84,6 +86,15 @@ mod tests {
     stripped!(ipv6_host, "http://u:p@[::1]:8080/", Some("http://[::1]:8080/"));
     stripped!(none_to_strip, "http://example.com/", None);
     stripped!(origin_form, "/path?q=a@b", None);
+
+    #[test]
+    fn an_at_sign_without_an_authority_after_it_is_refused() {
+        // Found by the `head` fuzz target: the `@` sits inside an IPv6 literal's brackets.
+        for target in ["http://[@:]:8080/", "[@:]:8080"] {
+            let uri: Uri = target.parse().unwrap();
+            assert!(without_userinfo(&uri).is_err(), "{target}");
+        }
+    }
 
     #[test]
     fn targets_are_absolute_http_urls_with_a_host() {
