@@ -335,8 +335,16 @@ pub fn process_cost(path: Path, len: u64, tags: u64) -> u64 {
 
 /// The `<` bytes in `bytes`: an upper bound on the elements, comments and end tags parsed out
 /// of them.
+///
+/// Every decoded byte of every rewritten page passes here, so the count is kept in byte-wide
+/// sums over blocks of at most 255 bytes, a loop the compiler turns into vector compares; a
+/// plain `filter().count()` compiled to a byte-at-a-time loop that cost a tenth of the
+/// declutter path's instructions.
 pub fn count_tags(bytes: &[u8]) -> u64 {
-    bytes.iter().filter(|&&b| b == b'<').count() as u64
+    bytes
+        .chunks(255)
+        .map(|block| u64::from(block.iter().fold(0u8, |n, &b| n.wrapping_add(u8::from(b == b'<')))))
+        .sum()
 }
 
 /// The memory a page being read holds: the raw chunks, the decoded buffer as allocated, and
@@ -575,5 +583,11 @@ mod tests {
         assert!(dense > 4 * text / 2, "{dense} vs {text}");
         assert_eq!(process_cost(Path::Stage1, 1 << 20, 120_000), process_cost(Path::Stage1, 1 << 20, 0));
         assert_eq!(count_tags(b"<p>a</p><!-- x -->"), 3);
+        // Blocks wholly of `<` fill their byte-wide sums exactly; odd lengths cross block ends.
+        for len in [0, 1, 254, 255, 256, 1000, 4097] {
+            assert_eq!(count_tags(&vec![b'<'; len]), len as u64);
+            let mixed: Vec<u8> = (0..len).map(|i| if i % 3 == 0 { b'<' } else { b'a' }).collect();
+            assert_eq!(count_tags(&mixed), mixed.iter().filter(|&&b| b == b'<').count() as u64);
+        }
     }
 }
