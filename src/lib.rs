@@ -24,8 +24,8 @@
 //! | [`net`] | listeners, connections, admission, forwarding, CONNECT tunnels, the proxy's own pages |
 //! | [`body`] | content-codings: decode with a cap, encode for the client; bytes only, no HTTP types |
 //! | [`html`] | charset detection and transcoding, rule files, stage 1: the streaming rewriter, and the same rules as a filter of tree building |
-//! | [`dom`] | the compact arena tree built by html5ever, with per-node statistics |
-//! | [`extract`] | removers and extractors: pure functions over [`dom`] trees |
+//! | [`dom`] | the compact arena tree with per-node statistics, parsed by pith's own tokenizer and tree builder (html5ever's tree builder for the constructs the latter leaves out) |
+//! | [`extract`] | removers and extractors over [`dom`] trees; no I/O but reading the site rule files |
 //! | [`render`] | output forms: filtered HTML, plain text, the reading page |
 //! | [`pipeline`] | one whole-document transform shared by the proxy and `pith extract` |
 //!

@@ -1,7 +1,8 @@
 //! Config files as the binary sees them: `pith check-config` and `pith serve` refuse the same
 //! files with the same file:line:key error and exit 64, so a file that passes the check is one
 //! the server runs with. The open-proxy rule is judged on the address that will be bound,
-//! `--listen` included.
+//! `--listen` included. And the README's configuration table documents exactly the keys the
+//! parser accepts, as the raw config structs themselves report them.
 
 use std::path::PathBuf;
 
@@ -91,4 +92,122 @@ fn values_the_server_cannot_run_with_are_refused_by_both_commands() {
     for (text, line, key) in &cases {
         assert_refused(text, &[], &[line, key]);
     }
+}
+
+/// How a table of keys is reached in `proxy.toml`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Shape {
+    /// `[key]`.
+    Table,
+    /// `[[key]]`.
+    Array,
+    /// `[key.NAME]`: one of a table of tables named by the user (`[profiles.NAME]`).
+    Map,
+}
+
+/// The dotted names of the table at `path`, `NAME` standing for a user-chosen one.
+fn names(path: &[(String, Shape)]) -> Vec<&str> {
+    let mut names = Vec::new();
+    for (key, shape) in path {
+        names.push(key.as_str());
+        if *shape == Shape::Map {
+            names.push("NAME");
+        }
+    }
+    names
+}
+
+/// The keys the table at `path` accepts, as serde's derive knows them: a
+/// `deny_unknown_fields` struct refuses an unknown key with "unknown field `zz_not_a_key`,
+/// expected one of `a`, `b`". `None` when what is at `path` is not a struct of keys.
+fn keys_at(path: &[(String, Shape)]) -> Option<Vec<String>> {
+    let mut text = String::new();
+    for (i, (_, shape)) in path.iter().enumerate() {
+        let header = names(&path[..=i]).join(".");
+        match shape {
+            // Tables inside an array's element need the element opened first.
+            Shape::Array => text.push_str(&format!("[[{header}]]\n")),
+            Shape::Table | Shape::Map if i + 1 == path.len() => text.push_str(&format!("[{header}]\n")),
+            Shape::Table | Shape::Map => {}
+        }
+    }
+    text.push_str("zz_not_a_key = 0\n");
+    let err = toml::from_str::<pith::config::RawConfig>(&text).expect_err("an unknown key is refused");
+    let expected = err.message().strip_prefix("unknown field `zz_not_a_key`, ")?.to_string();
+    Some(expected.split('`').skip(1).step_by(2).map(str::to_string).collect())
+}
+
+/// Every key of `proxy.toml`, dotted, `NAME` for a user-named table (`listener.address`,
+/// `listener.auth.user`, `profiles.NAME.rules`), found by asking the raw config structs
+/// ([`keys_at`]) table by table: a key added to the code is found without a list to update.
+fn config_keys() -> Vec<String> {
+    fn walk(path: &mut Vec<(String, Shape)>, out: &mut Vec<String>) {
+        for key in keys_at(path).expect("a table of keys") {
+            let mut dotted = names(path);
+            dotted.push(&key);
+            out.push(dotted.join("."));
+            let inner = [Shape::Table, Shape::Array, Shape::Map].into_iter().find(|&shape| {
+                path.push((key.clone(), shape));
+                let is_table = keys_at(path).is_some();
+                path.pop();
+                is_table
+            });
+            if let Some(shape) = inner {
+                path.push((key, shape));
+                walk(path, out);
+                path.pop();
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&mut Vec::new(), &mut out);
+    out
+}
+
+/// The README's configuration table: each row's documented keys (every backquoted name in the
+/// first cell, as in "`intercept.never` / `intercept.always`") and the row's text.
+fn readme_config_rows() -> Vec<(Vec<String>, String)> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+    let readme = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let rows: Vec<(Vec<String>, String)> = readme
+        .lines()
+        .skip_while(|line| line.trim() != "| key | default | meaning |")
+        .skip(2)
+        .take_while(|line| line.starts_with('|'))
+        .map(|line| {
+            let first = line.split(" | ").next().unwrap_or("");
+            let keys = first.split('`').skip(1).step_by(2).map(str::to_string).collect();
+            (keys, line.to_string())
+        })
+        .collect();
+    assert!(rows.len() > 10, "the README's config table (| key | default | meaning |) has {} rows", rows.len());
+    rows
+}
+
+/// The README documents every key the config parser accepts, and no other. A table
+/// documented in one row (`listener.auth`) names its own keys in that row (`user = `).
+#[test]
+fn the_readme_documents_every_config_key_and_no_other() {
+    let keys = config_keys();
+    assert!(keys.iter().any(|k| k == "profiles.NAME.rules"), "keys found: {keys:?}");
+    let rows = readme_config_rows();
+    let documented: Vec<&String> = rows.iter().flat_map(|(keys, _)| keys).collect();
+    let mut missing = Vec::new();
+    for key in &keys {
+        if documented.contains(&key) {
+            continue;
+        }
+        let parent_row = rows.iter().find(|(names, _)| {
+            names.iter().any(|name| key.strip_prefix(name.as_str()).is_some_and(|rest| rest.starts_with('.')))
+        });
+        let leaf = key.rsplit('.').next().unwrap_or(key);
+        let in_parent_row = parent_row.is_some_and(|(_, row)| row.contains(&format!("{leaf} = ")));
+        // A table's own key is documented by its keys' rows (`[log]` by `log.level`).
+        let is_table = documented.iter().any(|d| d.strip_prefix(key.as_str()).is_some_and(|rest| rest.starts_with('.')));
+        if !in_parent_row && !is_table {
+            missing.push(key.clone());
+        }
+    }
+    let unknown: Vec<&String> = documented.into_iter().filter(|d| !keys.contains(d)).collect();
+    assert!(missing.is_empty() && unknown.is_empty(), "README.md's config table: undocumented keys {missing:?}, rows for keys that do not exist {unknown:?}");
 }

@@ -1,5 +1,6 @@
-//! pith's integration tests: one binary (it links once), one module per concern. Every test
-//! starts real loopback servers on port 0: an origin, pith itself, and a real client.
+//! pith's integration tests: one binary (it links once), one module per concern. The proxy's
+//! tests start real loopback servers on port 0: an origin, pith itself, and a real client; the
+//! others run the library or the binary offline (`extract`, `fixtures`, `html5lib`).
 
 mod common;
 
@@ -15,6 +16,7 @@ mod errors;
 mod extract;
 mod faults;
 mod fixtures;
+mod html5lib;
 mod intercept;
 mod lifetimes;
 mod limits;

@@ -1,5 +1,7 @@
-//! Building a [`Tree`]: html5ever's tree builder drives a [`TreeSink`] over a linked build arena,
-//! which is then flattened into the tree's pre-order arrays.
+//! Building a [`Tree`]: [`parse_filtered`] tries pith's own tree builder ([`super::direct`])
+//! first; for a page it bails on, html5ever's tree builder, fed by pith's tokenizer, drives a
+//! [`TreeSink`] over a linked build arena, which is then flattened into the tree's pre-order
+//! arrays.
 //!
 //! The tree builder moves nodes after creating them (adoption agency, foster parenting,
 //! `reparent_children`), so the build arena keeps doubly linked siblings that make those moves
@@ -38,14 +40,17 @@ use super::{Attr, BuildFilter, Element, Filtered, Node, NodeKind, Ns, Span, TagA
 const CHUNK: usize = 4096;
 
 /// Parses `html` into a tree whose flags and statistics are still empty, stopping once an
-/// element lands deeper than `max_depth`: pith's tokenizer ([`super::lex`]) feeding
-/// html5ever's tree builder.
+/// element lands deeper than `max_depth`: [`parse_filtered`] without a filter.
 #[cfg(test)]
 pub(super) fn parse(html: &str, max_depth: u32) -> Tree {
     parse_filtered(html, max_depth, None).0
 }
 
-/// [`parse`], leaving out what `filter` says while the tree is laid out.
+/// Parses `html` into a tree whose flags and statistics are still empty, stopping once an
+/// element lands deeper than `max_depth` and leaving out what `filter` says while the tree is
+/// laid out: pith's own tree builder where it covers the page, else html5ever's
+/// ([`parse_with_html5ever`]). Both build the same tree for a page the first accepts, so which
+/// one ran never changes a result.
 pub(super) fn parse_filtered(
     html: &str,
     max_depth: u32,
@@ -57,8 +62,9 @@ pub(super) fn parse_filtered(
     parse_with_html5ever(html, max_depth, filter)
 }
 
-/// [`parse_filtered`] through html5ever's tree builder: the path for every page, and the
-/// fallback for pages [`super::direct`] does not cover.
+/// [`parse_filtered`] through html5ever's tree builder, fed by pith's tokenizer
+/// ([`super::lex`]): the path for pages [`super::direct`] does not cover, and the tree its
+/// tests compare it with.
 pub(super) fn parse_with_html5ever(
     html: &str,
     max_depth: u32,

@@ -1,22 +1,23 @@
 //! pith's HTML tokenizer: the WHATWG tokenization rules, written to skip over runs of plain
-//! bytes with `memchr` instead of stepping one character at a time, feeding html5ever's tree
-//! builder.
+//! bytes with `memchr` instead of stepping one character at a time, feeding a tree builder:
+//! pith's own (`super::direct`) for most pages, html5ever's (`super::build`) for the pages that
+//! need a construction rule outside the former's subset.
 //!
 //! Why not html5ever's own tokenizer: on the development pages it took three fifths of the
-//! parse (about 80 instructions per byte of stage-1 output). The tree builder, which applies
-//! the HTML5 construction rules (implied end tags, foster parenting, the adoption agency, …),
-//! stays html5ever's; only the step from characters to tokens is ours. Text and attribute
-//! values without character references are handed over as slices of one shared buffer, so a
-//! page costs few copies.
+//! parse (about 80 instructions per byte of stage-1 output). Text and attribute values without
+//! character references are handed over as slices of the page, so a page costs few copies.
+//! Tokens go to a [`Sink`]: pith's builder takes tags whose attributes borrow from the page;
+//! html5ever's takes them through [`Tokens`], which makes its token types of them.
 //!
 //! Conformance: the states of the specification are all here, folded into straight-line code:
 //! data, RCDATA, RAWTEXT, script data with its escaped and double-escaped states, PLAINTEXT,
 //! tags and attributes, comments (with `<!-->`, `<!--->` and `--!>`), bogus comments, DOCTYPE
 //! with its identifiers and force-quirks flag, CDATA sections in foreign content, and named and
 //! numeric character references with their historical rules. Parse errors are not reported
-//! (the tree builder runs without `exact_errors`, so it ignores them anyway). The tests compare
-//! the trees with those built through html5ever's tokenizer, on crafted edge cases, on random
-//! markup and on every development page.
+//! (neither tree builder reports them). The tests compare the trees with those built through
+//! html5ever's tokenizer, on crafted edge cases, on random markup and on every development page,
+//! and `tests/html5lib.rs` runs the html5lib-tests tree-construction suite through the whole
+//! parser.
 
 use std::borrow::Cow;
 use std::cell::OnceCell;
@@ -1143,22 +1144,10 @@ mod tests {
 
     #[test]
     fn every_development_page_gives_the_same_tree() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench/scrapinghub");
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            eprintln!("{} not found: skipped", dir.display());
-            return;
-        };
-        let mut pages = 0;
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.extension().is_some_and(|x| x == "html") {
-                let html = String::from_utf8_lossy(&std::fs::read(&path).expect("readable page")).into_owned();
-                let (ours, reference) = (build::parse(&html, MAX_DEPTH), build::parse_reference(&html, MAX_DEPTH));
-                assert!(dump(&ours) == dump(&reference), "{} parses differently", path.display());
-                pages += 1;
-            }
+        for (path, html) in crate::dom::tests::bench_page_files() {
+            let (ours, reference) = (build::parse(&html, MAX_DEPTH), build::parse_reference(&html, MAX_DEPTH));
+            assert!(dump(&ours) == dump(&reference), "{} parses differently", path.display());
         }
-        assert!(pages > 100, "only {pages} pages");
     }
 
     /// Markup-ish strings: tags, attributes, references, comments and raw text in any order.

@@ -1,6 +1,11 @@
-//! Stage 2: the algorithms that decide what of a parsed page to keep. Each is a pure function
-//! over a [`dom::Tree`](crate::dom::Tree) and a settings struct; none does I/O or knows of HTTP
-//! or the streaming rewriter.
+//! Stage 2: the algorithms that decide what of a parsed page to keep. Each works on one
+//! [`dom::Tree`](crate::dom::Tree) and a settings struct and marks what goes
+//! ([`Tree::remove`](crate::dom::Tree::remove)); none knows of HTTP or the streaming rewriter,
+//! and none does I/O but [`sites`], which reads the site rule files a config names when the
+//! config is loaded. What an algorithm removes depends on its page and settings alone, with one
+//! exception: the `site-redundancy` extractor ([`site_redundancy`]) judges a page by what it
+//! has learnt of the site's other pages, in a [`SiteMemory`](site_redundancy::SiteMemory) that
+//! the proxy shares between connections behind a mutex.
 //!
 //! The Crunch removers, run in this order by [`declutter::run`]:
 //!
@@ -18,6 +23,12 @@
 //! (a page never loses its main prose: a run that takes it means a gentler preset). [`hidden`]
 //! finds content only scripts would show (`<noscript>`, template scripts, JSON-LD
 //! `articleBody`), which reading mode reads when the visible page holds next to nothing.
+//!
+//! Reading mode's extractors, one file each with its source, are named by [`algorithm`]
+//! ([`algorithm::Algorithm`]: `pith`, the default, with its parts under `pith/`,
+//! `distribution`, `link-ratio`, `block-analysis`, `density`, `cetr`, `cetr-km`, `ccb`,
+//! `info-optics`, `site-redundancy`, and `crunch`, the removers above taken as an extractor);
+//! [`meta`] reads the page's title, byline, date and other metadata for the reading page.
 //!
 //! This module owns what the removers share: the resolved [`Settings`], what a profile asks for
 //! ([`Options`]), the page [`Context`], the [`Removal`] report, statistics of the *kept* tree

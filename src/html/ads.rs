@@ -8,8 +8,10 @@
 //! `adblock` crate's engine, which is `Send + Sync`, so one filter built at start-up is shared by
 //! every connection behind an [`Arc`].
 //!
-//! Removing the matched elements is the caller's job: the stage-1 rewriter for links and sources
-//! as they stream by, the tree stage for the selectors. This module knows no HTML.
+//! Removing the matched elements is the caller's job: the tree ad remover of stage 2
+//! ([`crate::extract::ads`]) removes the elements whose link or source a network rule blocks
+//! and those the hiding selectors select. The streaming stage 1 does not consult the lists.
+//! This module knows no HTML.
 //!
 //! # URLs
 //!

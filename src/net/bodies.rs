@@ -160,7 +160,9 @@ pub struct AccessRecord {
     pub origin_bytes: u64,
     /// Profile that served it.
     pub profile: String,
-    /// What pith did: "pass", "rewrite", "too-large", "error", "own", "tunnel".
+    /// What pith did: "pass", "rewrite", "too-large", "over-budget", "hit", "revalidated"
+    /// (a forwarded request, the last two from the cache), "own" (pith's own pages),
+    /// "tunnel" (CONNECT), "upgrade" (a switched protocol such as WebSocket), "error".
     pub action: &'static str,
     /// When the request arrived.
     pub start: Instant,

@@ -48,7 +48,8 @@ pub struct Exchange<'a> {
 pub struct Served {
     /// The response for the client.
     pub response: Response<ProxyBody>,
-    /// "pass", "rewrite", "too-large" or [`OVER_BUDGET`].
+    /// What the access log calls it: "pass", "rewrite", "too-large" or [`OVER_BUDGET`] from
+    /// here; "hit", "revalidated" or "rewrite" when the cache serves it ([`super::cached`]).
     pub action: &'static str,
     /// Bytes read from the origin, for a rewrite; 0 for a pass-through, whose bytes are all
     /// counted as they stream to the client (those read before it was passed through too).

@@ -165,23 +165,18 @@ fn depth_guard_is_left_to_html5ever() {
     agrees(&html, None).expect("accepted under the default limit");
 }
 
+/// The most development pages (of 181) the direct builder may bail on, without a filter and
+/// with the declutter profile's: today's counts, one each (the page that uses `<template>`). A
+/// bail costs the page a second parse, by html5ever, so a change that makes the builder bail on
+/// more pages slows real pages down without changing a result, and only this ceiling notices;
+/// a change that lowers the counts should lower the ceiling with it.
+const MAX_BAILS: [usize; 2] = [1, 1];
+
 #[test]
 fn every_development_page_gives_the_same_tree() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench/scrapinghub");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        eprintln!("{} not found: skipped", dir.display());
-        return;
-    };
-    let mut paths: Vec<_> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "html"))
-        .collect();
-    paths.sort();
     let (mut pages, mut bails) = (0, [0, 0]);
     let mut reasons = std::collections::BTreeMap::<String, usize>::new();
-    for path in &paths {
-        let html = String::from_utf8_lossy(&std::fs::read(path).expect("readable page")).into_owned();
+    for (_, html) in crate::dom::tests::bench_page_files() {
         for (i, filter) in [None, Some(declutter() as &dyn BuildFilter)].into_iter().enumerate() {
             if let Err(at) = agrees(&html, filter) {
                 bails[i] += 1;
@@ -195,7 +190,10 @@ fn every_development_page_gives_the_same_tree() {
     let mut reasons: Vec<_> = reasons.into_iter().collect();
     reasons.sort_by_key(|r| std::cmp::Reverse(r.1));
     eprintln!("{pages} pages; bailed: {} unfiltered, {} filtered; where: {reasons:?}", bails[0], bails[1]);
-    assert!(pages > 100, "only {pages} pages");
+    assert!(
+        bails[0] <= MAX_BAILS[0] && bails[1] <= MAX_BAILS[1],
+        "the direct builder bailed on {bails:?} pages (unfiltered, filtered) of {pages}; at most {MAX_BAILS:?}"
+    );
 }
 
 /// Markup-ish strings built from the constructs the direct builder covers, and some it does not.
