@@ -73,9 +73,9 @@ struct ExtractArgs {
     /// Profile to apply.
     #[arg(long, short, default_value = "declutter")]
     profile: String,
-    /// Output form; defaults to the profile's own. `content` is the text form without the
-    /// title, byline and date lines reading mode puts first: the main content alone, as
-    /// extraction benchmarks score it.
+    /// Output form; defaults to the profile's own. In reading mode `text` is the main content
+    /// alone, as extraction benchmarks score it, and `listener` puts the title, byline and date
+    /// lines first, as a listener of a text profile hears it.
     #[arg(long, short)]
     format: Option<Format>,
     /// The encoding of input files whose bytes do not say (e.g. gb2312, windows-1251, a WHATWG

@@ -48,7 +48,7 @@ pub enum Output {
     /// after a title line and a byline-and-date line, so a listener hears what the page is.
     Text,
     /// The text form without reading mode's title lines: the main content alone, which is
-    /// what extraction benchmarks compare (`pith extract --format content`). For a profile
+    /// what extraction benchmarks compare (`pith extract --format text`). For a profile
     /// without reading mode it is the text form.
     Content,
 }
