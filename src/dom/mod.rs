@@ -484,6 +484,25 @@ impl Tree {
         }
     }
 
+    /// Shows a removed node again, whole, where it stood: its subtree and the ancestors a
+    /// removal took with it are marked kept; those ancestors' other content stays removed, so
+    /// the node appears alone inside their elements. What the declutter run does for the page's
+    /// title heading when a remover took the region around it.
+    ///
+    /// Keeps [`Tree::remove`]'s invariant (a removed node's whole subtree is removed): only the
+    /// node's subtree and a chain of its ancestors change.
+    pub fn rescue(&mut self, id: NodeId) {
+        let end = self.node(id).end as usize;
+        for flags in &mut self.flags[id.index()..end] {
+            *flags &= !flag::REMOVED;
+        }
+        let mut ancestor = self.parent(id);
+        while let Some(a) = ancestor.filter(|&a| self.is_removed(a)) {
+            self.flags[a.index()] &= !flag::REMOVED;
+            ancestor = self.parent(a);
+        }
+    }
+
     /// What has been removed so far, to go back to with [`Tree::restore_removals`]: how a
     /// caller tries a run of removals and undoes it without copying the tree (a byte a node).
     pub fn removals(&self) -> Removals {
@@ -895,6 +914,22 @@ pub(crate) mod tests {
             3,
             "statistics describe the parsed tree"
         );
+    }
+
+    #[test]
+    fn a_rescued_node_shows_alone_inside_the_region_removed_around_it() {
+        let mut tree = Tree::parse("<div><p>a</p><section><h1>T<i>!</i></h1><p>b</p></section></div><p>c</p>");
+        let body = tree.body().expect("body");
+        let div = tree.first_child(body).expect("div");
+        let h1 = tree.descendants(div).find(|&id| tree.tag(id) == Some("h1")).expect("h1");
+        let italic = tree.descendants(h1).find(|&id| tree.tag(id) == Some("i")).expect("i");
+        tree.remove(italic);
+        tree.remove(div);
+        tree.rescue(h1);
+        assert_eq!(outline(&tree, body), r#"body[div[section[h1["T"i["!"]]]]p["c"]]"#);
+        // Removed nodes still have their whole subtree removed: removing again stays exact.
+        tree.remove(div);
+        assert_eq!(outline(&tree, body), r#"body[p["c"]]"#);
     }
 
     #[test]

@@ -18,6 +18,16 @@
 //! turns that into an `x-pith-fallback` response header). On a page without prose (a gallery,
 //! a page of short lines) the same share of its visible non-link text is required instead.
 //!
+//! # The title heading
+//!
+//! The heading that names the page ([`title_heading`]: the one repeating `og:title` or
+//! `<title>`, else the first `<h1>`) is served whatever a remover makes of the region around
+//! it: a headline inside a header strip full of links, or under a class an ad list hides, went
+//! with it, and the page then opened on a cookie notice or an "Advertisement" label. After the
+//! removers, a removed title heading is rescued ([`Tree::rescue`]): it shows, whole, where it
+//! stood, and the rest of the region stays removed. Protecting the region instead (as a site
+//! rule's `keep` does) would keep its clutter too.
+//!
 //! Why the main content's prose and not the page's text: on the development pages a correct
 //! run often removes more than half of a page's non-link text (sidebars of teasers, long
 //! footers), while it keeps all of the main content's prose on every page but one whose prose
@@ -29,6 +39,7 @@ use super::{
     ads, document_base, empty, kept_stats_of, landmarks, linklist, non_link_chars, prose, Context,
     Fallback, Keep, PresetName, Removal, Settings,
 };
+use super::pith::anchor;
 use crate::dom::select::SelectorSet;
 use crate::dom::{NodeId, Tree};
 
@@ -51,10 +62,11 @@ pub fn run(tree: &mut Tree, settings: &Settings, ctx: &Context<'_>) -> Outcome {
         return finish(tree, Outcome::default(), settings.preset, base.chars);
     }
     let pristine = tree.removals();
+    let title = title_heading(tree);
     let mut settings = settings.clone();
     let mut fallback: Option<Fallback> = None;
     loop {
-        let outcome = apply(tree, &settings, ctx, &base.paragraphs);
+        let outcome = apply(tree, &settings, ctx, &base.paragraphs, title);
         let kept = base.kept_share(tree);
         let next = match settings.preset.fallback() {
             Some(next) if kept < settings.min_kept_fraction => next,
@@ -150,9 +162,19 @@ fn finish(tree: &Tree, mut outcome: Outcome, preset: PresetName, page_chars: u32
     outcome
 }
 
+/// The heading that names the page: the `<h1>` or `<h2>` repeating its title (`og:title` or
+/// `<title>`, [`anchor::heading`]), else the first shown `<h1>` with text.
+pub fn title_heading(tree: &Tree) -> Option<NodeId> {
+    anchor::heading(tree, &anchor::Title::of(tree)).or_else(|| {
+        let body = tree.body()?;
+        tree.descendants(body)
+            .find(|&id| tree.tag(id) == Some("h1") && tree.is_shown(id) && tree.stats(id).text_chars > 0)
+    })
+}
+
 /// One pass of every remover the settings switch on, from the tree whose paragraph figures
-/// are `pristine`.
-fn apply(tree: &mut Tree, settings: &Settings, ctx: &Context<'_>, pristine: &prose::Current) -> Outcome {
+/// are `pristine`; `title` ([`title_heading`]) is rescued if a remover took it.
+fn apply(tree: &mut Tree, settings: &Settings, ctx: &Context<'_>, pristine: &prose::Current, title: Option<NodeId>) -> Outcome {
     let mut removal = Removal::default();
     // Kept current through the removals, for the landmark and link-list removers.
     let mut paragraphs = pristine.clone();
@@ -188,6 +210,9 @@ fn apply(tree: &mut Tree, settings: &Settings, ctx: &Context<'_>, pristine: &pro
         let removed = empty::remove(tree, settings.empty_min_chars, &keep);
         removal.empty = removed.len();
         retainable.extend(removed);
+    }
+    if let Some(heading) = title.filter(|&h| tree.is_removed(h)) {
+        tree.rescue(heading);
     }
     let mut retained = Vec::new();
     if settings.retain_links && !retainable.is_empty() {
@@ -244,6 +269,36 @@ mod tests {
 
     fn text_of(tree: &Tree) -> String {
         crate::render::text::render(tree)
+    }
+
+    #[test]
+    fn the_title_heading_is_rescued_from_a_removed_header_alone() {
+        // The headline sits in a header strip of links, which the landmark remover takes whole.
+        let html = format!(
+            concat!(
+                "<head><title>Storm closes the harbour for a week | The Daily Site</title></head>",
+                "<body><header><ul><li><a href=/>Home</a><li><a href=/news>News</a><li><a href=/sport>Sport</a></ul>",
+                "<h1>Storm closes the harbour for a week</h1>",
+                "<ul><li><a href=/a>Login</a><li><a href=/b>Subscribe</a><li><a href=/c>Search</a></ul></header>",
+                "<article><p>{p}</p><p>{p}</p></article>",
+                "<footer><a href=/about>About</a> <a href=/contact>Contact</a></footer></body>"
+            ),
+            p = PROSE
+        );
+        let mut tree = Tree::parse(&html);
+        let outcome = run(&mut tree, &PresetName::Automatic.settings(), &Context::default());
+        assert!(outcome.removal.landmarks + outcome.removal.link_lists > 0, "{:?}", outcome.removal);
+        assert_eq!(text_of(&tree), format!("Storm closes the harbour for a week\n{PROSE}\n{PROSE}\n"));
+    }
+
+    #[test]
+    fn without_a_heading_repeating_the_title_the_first_h1_is_the_title_heading() {
+        let tree = Tree::parse("<title>Other words entirely</title><body><h2>Section</h2><h1>Main story</h1><h1>Second</h1>");
+        let h = title_heading(&tree).expect("an h1");
+        assert_eq!(crate::render::text::render_node(&tree, h).trim(), "Main story");
+        let tree = Tree::parse("<title>Storm closes the harbour for a week</title><body><h1>Daily Site</h1><h2>Storm closes the harbour for a week</h2>");
+        let h = title_heading(&tree).expect("the repeating h2");
+        assert_eq!(tree.tag(h), Some("h2"));
     }
 
     #[test]

@@ -58,7 +58,7 @@
 //! precomputed statistics in a fixed number of linear passes, so no per-node allocation and
 //! no recursion.
 
-mod anchor;
+pub(crate) mod anchor;
 mod clean;
 mod hints;
 mod lines;

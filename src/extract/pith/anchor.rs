@@ -87,6 +87,20 @@ impl<'t> Title<'t> {
 
 /// The `<article>` element holding the page's title heading, when there is one.
 pub fn find(tree: &Tree, title: &Title) -> Option<NodeId> {
+    let heading = heading(tree, title)?;
+    let article = tree.ancestors(heading).find(|&p| {
+        tree.element(p).is_some_and(|e| e.ns == Ns::Html && e.name == local_name!("article"))
+    })?;
+    // An article holding little besides its heading wraps the title alone (the story is
+    // elsewhere): no anchor then.
+    let s = tree.stats(article);
+    let text = s.text_chars.saturating_sub(s.link_text_chars);
+    (text >= MIN_ANCHOR_TEXT).then_some(article)
+}
+
+/// The page's title heading: the shown `<h1>` or `<h2>` whose words are a run of the title's
+/// covering most of it; an `<h1>` wins over an `<h2>` of the same length.
+pub fn heading(tree: &Tree, title: &Title) -> Option<NodeId> {
     let longest = title.longest();
     if longest == 0 {
         return None;
@@ -117,15 +131,7 @@ pub fn find(tree: &Tree, title: &Title) -> Option<NodeId> {
             best = Some((rank, id));
         }
     }
-    let (_, heading) = best?;
-    let article = tree.ancestors(heading).find(|&p| {
-        tree.element(p).is_some_and(|e| e.ns == Ns::Html && e.name == local_name!("article"))
-    })?;
-    // An article holding little besides its heading wraps the title alone (the story is
-    // elsewhere): no anchor then.
-    let s = tree.stats(article);
-    let text = s.text_chars.saturating_sub(s.link_text_chars);
-    (text >= MIN_ANCHOR_TEXT).then_some(article)
+    best.map(|(_, heading)| heading)
 }
 
 /// The least non-link text (characters) of an article that is the story, not its title.

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Loads development pages through pith in headless Chromium and audits them as a person gets
+# them: the headline, the width at phone size (412 px), `lang`, heading order and an axe-core
+# audit, for the declutter and the reading page (tests/browser/check.mjs says what each
+# count means).
+#
+# Usage: scripts/browser.sh [--sample N] [--sets "scrapinghub readability"] [--shots]
+#                           [--gate FILE] [--no-build] [--out DIR]
+#   --sample N   the first N pages of each set (default: every page; about 20 minutes)
+#   --sets "…"   development sets under ../shared/bench (default: both)
+#   --shots      a screenshot of each page's first screen at 412 and 1280 px under OUT/shots
+#   --gate FILE  fail (exit 1) when a count is over its ceiling in FILE (JSON, per profile)
+#   --no-build   use the release binary already built
+#   --out DIR    results (default target/browser): pages.jsonl, summary.json, shots/
+#
+# Installs what it needs when missing: Debian's chromium (apt-get; needs root or sudo) and,
+# from npm, the exact versions in tests/browser/package-lock.json (playwright-core, driving the
+# system Chromium, never downloading a browser, and axe-core). Everything listens on 127.0.0.1;
+# the page's requests to any other host are aborted in the browser; each page load is bounded
+# (30 s), and pith is stopped at the end.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+shared=${PITH_SHARED:-$repo/../shared}
+sample=0
+sets="scrapinghub readability"
+shots=()
+gate=()
+build=1
+out=$repo/target/browser
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --sample) sample=$2; shift 2;;
+        --sets) sets=$2; shift 2;;
+        --shots) shots=(--shots); shift;;
+        --gate) gate=(--gate "$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"); shift 2;;
+        --no-build) build=0; shift;;
+        --out) out=$2; shift 2;;
+        -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
+        *) echo "browser.sh: unknown argument $1 (see --help)" >&2; exit 64;;
+    esac
+done
+[[ "$sample" =~ ^[0-9]+$ ]] || { echo "browser.sh: --sample takes a number" >&2; exit 64; }
+
+if [ ! -x /usr/bin/chromium ]; then
+    echo "browser.sh: installing chromium with apt-get" >&2
+    sudo=()
+    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+    "${sudo[@]}" apt-get update -qq
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
+fi
+command -v node >/dev/null || { echo "browser.sh: node is needed (Node.js 18 or later)" >&2; exit 1; }
+if [ ! -d "$repo/tests/browser/node_modules/playwright-core" ] || [ ! -d "$repo/tests/browser/node_modules/axe-core" ]; then
+    (cd "$repo/tests/browser" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+folders=()
+for s in $sets; do
+    [ -d "$shared/bench/$s" ] || { echo "browser.sh: no development set at $shared/bench/$s" >&2; exit 1; }
+    folders+=("$shared/bench/$s")
+done
+
+[ "$build" = 0 ] || (cd "$repo" && cargo build --release --locked --bin pith)
+pith=${CARGO_TARGET_DIR:-$repo/target}/release/pith
+[ -x "$pith" ] || { echo "browser.sh: no $pith; run without --no-build" >&2; exit 1; }
+
+run=$(mktemp -d "${TMPDIR:-/tmp}/pith-browser.XXXXXX")
+pid=""
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$run"' EXIT
+# Port 0: the kernel picks free ports; pith logs each listener's address.
+cat > "$run/pith.toml" <<TOML
+[log]
+level = "info"
+
+[[listener]]
+address = "127.0.0.1:0"
+profile = "declutter"
+
+[[listener]]
+address = "127.0.0.1:0"
+profile = "reader"
+
+[cache]
+enabled = false
+TOML
+"$pith" serve --config "$run/pith.toml" > "$run/pith.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 100); do
+    [ "$(grep -c 'listening' "$run/pith.log" || true)" -ge 2 ] && break
+    kill -0 "$pid" 2>/dev/null || { cat "$run/pith.log" >&2; exit 1; }
+    sleep 0.1
+done
+address_of() { # the address of the listener serving profile $1, from pith's log
+    grep 'listening' "$run/pith.log" | grep "profile=$1" | sed -E 's/.*address=([0-9.:]+).*/\1/' | head -1
+}
+declutter=$(address_of declutter)
+reader=$(address_of reader)
+[ -n "$declutter" ] && [ -n "$reader" ] || { echo "browser.sh: pith did not say where it listens:" >&2; cat "$run/pith.log" >&2; exit 1; }
+
+mkdir -p "$out"
+IFS=,; pages="${folders[*]}"; unset IFS
+node "$repo/tests/browser/check.mjs" --pages "$pages" --proxy "declutter=$declutter,reader=$reader" \
+    --out "$out" --sample "$sample" "${shots[@]}" "${gate[@]}"
