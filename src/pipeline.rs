@@ -549,14 +549,29 @@ pub fn learn(profile: &Profile, doc: &[u8], content_type: Option<&str>, page_url
 /// Stage 2 over a stage-1 page: parse, remove, render (with the "Removed links" section when
 /// the retainer is on).
 fn declutter_page(mut tree: Tree, stage2: &Stage2, output: Output, page_url: Option<&str>) -> (String, Removal) {
-    let Outcome { removal, retained } = run_removers(&mut tree, stage2, page_url);
+    let Outcome { removal, retained, titled } = run_removers(&mut tree, stage2, page_url);
+    // A page without a title heading gets one from its metadata: the first thing a person on
+    // a phone, or a screen reader, meets is then what the page is.
+    let title = if titled { None } else { meta::extract(&tree, page_url).title };
     let body = match output {
         Output::Html => {
-            let page = crate::render::html::render(&tree);
+            let heading = title.map(|t| {
+                let mut h = String::from("<h1>");
+                crate::render::html::escape(&t, false, &mut h);
+                h.push_str("</h1>");
+                h
+            });
+            let dress = crate::render::html::Dress {
+                head: crate::render::html::PHONE_HEAD,
+                lang: None,
+                body: heading.as_deref().unwrap_or_default(),
+            };
+            let page = crate::render::html::render_dressed(&tree, &dress);
             retainer::insert_html(&tree, page, &retainer::html_section(&retained))
         }
         Output::Text | Output::Content => {
-            let mut text = crate::render::text::render(&tree);
+            let mut text = title.map(|t| t + "\n").unwrap_or_default();
+            text.push_str(&crate::render::text::render(&tree));
             text.push_str(&retainer::text_section(&retained));
             text
         }
@@ -602,6 +617,30 @@ mod tests {
     }
 
     const PROSE: &str = "A paragraph of real article text, long enough to be what the page is about, and then some more words to make it so. ";
+
+    #[test]
+    fn the_declutter_page_fits_a_phone_and_opens_on_its_title() {
+        let doc = format!(
+            concat!(
+                "<html><head><title>Harbour closed for a week | Daily Site</title>",
+                "<meta name=viewport content=\"width=1024, user-scalable=no\"></head>",
+                "<body><p>{}</p></body></html>"
+            ),
+            PROSE.repeat(2)
+        );
+        let page = process(&declutter(Output::Html), doc.as_bytes(), None, Output::Html, None).expect("page");
+        let html = String::from_utf8(page.body).expect("utf-8");
+        assert!(html.contains(crate::render::html::PHONE_HEAD), "{html}");
+        assert!(!html.contains("user-scalable=no") && html.matches("name=\"viewport\"").count() == 1, "{html}");
+        assert!(html.contains("<body><h1>Harbour closed for a week</h1><p>"), "the metadata's title, site name cut: {html}");
+        let text = process(&declutter(Output::Text), doc.as_bytes(), None, Output::Text, None).expect("page");
+        assert!(String::from_utf8(text.body).expect("utf-8").starts_with("Harbour closed for a week\n"));
+
+        // A page with its own title heading gets no second one.
+        let titled = doc.replace("<body>", "<body><h1>Harbour closed for a week</h1>");
+        let page = process(&declutter(Output::Html), titled.as_bytes(), None, Output::Html, None).expect("page");
+        assert_eq!(String::from_utf8(page.body).expect("utf-8").matches("<h1>").count(), 1);
+    }
 
     #[test]
     fn judge_wants_enough_text_and_not_mostly_links() {

@@ -50,6 +50,9 @@ pub struct Outcome {
     pub removal: Removal,
     /// The "Removed links" section's links (empty unless the retainer is on).
     pub retained: Vec<RetainedLink>,
+    /// Whether the page has a title heading ([`title_heading`]); one without gets its title
+    /// from its metadata on the declutter page.
+    pub titled: bool,
 }
 
 /// Runs the removers `settings` switch on over `tree`, falling back to gentler presets when a
@@ -58,11 +61,12 @@ pub fn run(tree: &mut Tree, settings: &Settings, ctx: &Context<'_>) -> Outcome {
     let Some(base) = Baseline::of(tree) else {
         return finish(tree, Outcome::default(), settings.preset, 0);
     };
+    let title = title_heading(tree);
+    let titled = Outcome { titled: title.is_some(), ..Outcome::default() };
     if settings.preset == PresetName::None {
-        return finish(tree, Outcome::default(), settings.preset, base.chars);
+        return finish(tree, titled, settings.preset, base.chars);
     }
     let pristine = tree.removals();
-    let title = title_heading(tree);
     let mut settings = settings.clone();
     let mut fallback: Option<Fallback> = None;
     loop {
@@ -88,7 +92,7 @@ pub fn run(tree: &mut Tree, settings: &Settings, ctx: &Context<'_>) -> Outcome {
         tree.restore_removals(&pristine);
         if next == PresetName::None {
             // Not even the site rule's removals: the page as stage 1 left it.
-            let mut outcome = finish(tree, Outcome::default(), next, base.chars);
+            let mut outcome = finish(tree, titled, next, base.chars);
             outcome.removal.fallback = fallback;
             return outcome;
         }
@@ -220,7 +224,7 @@ fn apply(tree: &mut Tree, settings: &Settings, ctx: &Context<'_>, pristine: &pro
         retained = retainer::collect(tree, &retainable, base.as_deref());
         removal.links_retained = retained.len();
     }
-    Outcome { removal, retained }
+    Outcome { removal, retained, titled: title.is_some() }
 }
 
 /// The elements a site rule's selectors match, in document order.

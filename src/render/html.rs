@@ -26,9 +26,54 @@ pub fn render(tree: &Tree) -> String {
     render_node(tree, tree.root())
 }
 
+/// What the declutter page adds to the document it renders, so that it reads on a phone:
+/// markup written first in `<head>` (such as [`PHONE_HEAD`]), and a `lang` for an
+/// `<html>` that names none. The page's own `<meta name=viewport>` is left out: with its
+/// stylesheets gone, a fixed `width` makes the page desktop-wide, and `user-scalable=no` or a
+/// `maximum-scale` keeps a person from zooming in.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Dress<'a> {
+    /// Markup written right after the `<head>` start tag.
+    pub head: &'a str,
+    /// The language given to an `<html>` without a `lang` (or with an empty one).
+    pub lang: Option<&'a str>,
+    /// Markup written right after the `<body>` start tag (a title heading the page lacks).
+    pub body: &'a str,
+}
+
+/// The phone viewport and stylesheet of the declutter page (about 700 bytes): a readable
+/// measure and line height in system fonts; media, frames and tables never wider than the
+/// screen (an image keeps its `width`/`height` for its shape, `height:auto` scales it; a wide
+/// table scrolls inside itself); long words break; dark colours when the device asks.
+pub const PHONE_HEAD: &str = concat!(
+    "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">",
+    "<style>",
+    ":root{color-scheme:light dark}",
+    "body{margin:0 auto;max-width:42rem;padding:0 1rem;font:1.0625rem/1.55 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;",
+    "overflow-wrap:break-word;-webkit-text-size-adjust:100%;text-size-adjust:100%}",
+    "*{max-width:100%;box-sizing:border-box}",
+    "img,video,canvas,svg,picture,iframe,embed,object{height:auto}",
+    "table{display:block;overflow-x:auto;border-collapse:collapse}",
+    "pre{overflow-x:auto;white-space:pre-wrap}",
+    "@media (prefers-color-scheme:dark){body{background:#17171a;color:#e8e8ea}a{color:#8ab4f8}a:visited{color:#c58af9}}",
+    "</style>"
+);
+
+/// The whole document as HTML, with `dress` ([`Dress`]) added.
+pub fn render_dressed(tree: &Tree, dress: &Dress<'_>) -> String {
+    let mut out = String::with_capacity(estimate(tree, tree.root()) + dress.head.len());
+    write(tree, tree.root(), Some(dress), &mut out);
+    out
+}
+
 /// One node's subtree as HTML, the node included (for the document: the whole page).
 pub fn render_node(tree: &Tree, id: NodeId) -> String {
     let mut out = String::with_capacity(estimate(tree, id));
+    write(tree, id, None, &mut out);
+    out
+}
+
+fn write(tree: &Tree, id: NodeId, dress: Option<&Dress<'_>>, out: &mut String) {
     let mut walk = tree.traverse(id);
     let mut after_plaintext = false;
     while let Some(edge) = walk.next() {
@@ -45,9 +90,14 @@ pub fn render_node(tree: &Tree, id: NodeId) -> String {
                     out.push_str(tree.str(*span));
                     out.push_str("-->");
                 }
-                NodeKind::Text(span) => write_text(tree, node, tree.str(*span), &mut out),
+                NodeKind::Text(span) => write_text(tree, node, tree.str(*span), out),
                 NodeKind::Element(e) => {
-                    write_start_tag(tree, node, e, &mut out);
+                    if let Some(dress) = dress.filter(|_| e.ns == Ns::Html) {
+                        if dressed(tree, node, e, dress, out) {
+                            continue;
+                        }
+                    }
+                    write_start_tag(tree, node, e, out);
                     if crate::dom::is_void(e) {
                         walk.skip_children();
                     }
@@ -71,7 +121,6 @@ pub fn render_node(tree: &Tree, id: NodeId) -> String {
             }
         }
     }
-    out
 }
 
 /// A capacity guess that avoids most reallocations: the subtree's share of the character data
@@ -82,10 +131,53 @@ fn estimate(tree: &Tree, id: NodeId) -> usize {
     share + nodes * 12
 }
 
+/// Writes what `dress` changes of an HTML element: true when it did, having written the
+/// element's start tag (or left the element out) itself.
+fn dressed(tree: &Tree, node: NodeId, e: &Element, dress: &Dress<'_>, out: &mut String) -> bool {
+    match e.name {
+        local_name!("head") => {
+            write_start_tag(tree, node, e, out);
+            out.push_str(dress.head);
+            true
+        }
+        local_name!("body") if !dress.body.is_empty() => {
+            write_start_tag(tree, node, e, out);
+            out.push_str(dress.body);
+            true
+        }
+        local_name!("html") => {
+            let unnamed = tree.attr(node, "lang").is_none_or(|l| l.trim().is_empty());
+            match dress.lang.filter(|_| unnamed) {
+                Some(lang) => {
+                    write_start_tag_with(tree, node, e, Some(("lang", lang)), out);
+                    true
+                }
+                None => false,
+            }
+        }
+        // A void element: nothing to close, nothing inside.
+        local_name!("meta") => tree.attr(node, "name").is_some_and(|n| n.trim().eq_ignore_ascii_case("viewport")),
+        _ => false,
+    }
+}
+
 fn write_start_tag(tree: &Tree, node: NodeId, e: &Element, out: &mut String) {
+    write_start_tag_with(tree, node, e, None, out);
+}
+
+/// The start tag, with `set` (name, value) in place of any attribute of that name.
+fn write_start_tag_with(tree: &Tree, node: NodeId, e: &Element, set: Option<(&str, &str)>, out: &mut String) {
     out.push('<');
     out.push_str(&e.name);
-    for (name, value) in tree.attrs(node) {
+    let set_name = set.map(|(name, _)| name);
+    for (name, value) in tree.attrs(node).filter(|(name, _)| Some(&***name) != set_name) {
+        out.push(' ');
+        out.push_str(name);
+        out.push_str("=\"");
+        escape(value, true, out);
+        out.push('"');
+    }
+    if let Some((name, value)) = set {
         out.push(' ');
         out.push_str(name);
         out.push_str("=\"");
@@ -229,6 +321,21 @@ fn is_raw_text(e: &Element) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_dressed_page_gets_its_head_markup_and_lang_and_loses_its_viewport() {
+        let tree = Tree::parse("<html><head><meta name=Viewport content=\"user-scalable=no\"><title>t</title></head><body><p>x</p></body></html>");
+        let dress = Dress { head: "<meta name=\"viewport\" content=\"width=device-width\">", lang: Some("de"), body: "<h1>T</h1>" };
+        assert_eq!(
+            render_dressed(&tree, &dress),
+            "<html lang=\"de\"><head><meta name=\"viewport\" content=\"width=device-width\"><title>t</title></head><body><h1>T</h1><p>x</p></body></html>"
+        );
+        // The page's own language stays; an empty one is replaced.
+        let tree = Tree::parse("<html lang=fr><body>x</body></html>");
+        assert!(render_dressed(&tree, &dress).starts_with("<html lang=\"fr\">"));
+        let tree = Tree::parse("<html lang=\" \" data-x=1><body>x</body></html>");
+        assert!(render_dressed(&tree, &dress).starts_with("<html data-x=\"1\" lang=\"de\">"));
+    }
+
     use super::*;
 
     /// Rendering, parsing the output and rendering again gives the same markup.

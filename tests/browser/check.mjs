@@ -7,8 +7,12 @@
 // Nothing leaves the machine: every request the page makes to any other host is aborted.
 //
 // Per page and profile it records:
-//   - title: whether a heading (h1-h3) carries the page's title, as the original page states
-//     it in og:title or <title> (site names after " | ", " - ", " – ", " — " or " :: " cut off);
+//   - title: whether the page shows its headline as a heading: a heading (h1-h6) whose text
+//     is the original page's headline, or carries the page's title as og:title or <title>
+//     state it (site names after " | ", " - ", " – ", " — " or " :: " cut off). The headline
+//     is read from the original page, loaded straight from the origin with scripts off: its
+//     shown <h1> sharing most words with the title, else its first shown <h1>. A page with
+//     neither a title nor an <h1> counts as neither;
 //   - h1: the number of <h1> elements;
 //   - width: the document's scroll width at 412 px (wider means sideways scrolling on a phone);
 //   - lang: the <html lang> attribute;
@@ -119,6 +123,27 @@ function serve(folders) {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
 
+/// The original page's headline ([`title` above]), or null when it has no shown <h1>.
+async function headline(page, url, titles) {
+  await page.goto(url, { waitUntil: 'domcontentloaded', timeout: PAGE_TIMEOUT_MS });
+  const h1s = await page.evaluate(() =>
+    [...document.querySelectorAll('h1')]
+      .filter((h) => h.getClientRects().length > 0)
+      .map((h) => h.textContent.trim().replace(/\s+/g, ' '))
+      .filter((t) => t.length > 0),
+  );
+  if (h1s.length === 0) return null;
+  const words = (s) => new Set(normalise(s).split(/[^\p{L}\p{N}]+/u).filter((w) => w.length > 0));
+  const titleWords = new Set(titles.flatMap((t) => [...words(t)]));
+  let best = h1s[0];
+  let bestShared = 0;
+  for (const h of h1s) {
+    const shared = [...words(h)].filter((w) => titleWords.has(w)).length;
+    if (shared > bestShared) [best, bestShared] = [h, shared];
+  }
+  return normalise(best);
+}
+
 async function audit(page) {
   await page.addScriptTag({ content: AXE_SOURCE });
   const result = await page.evaluate(async () => {
@@ -141,7 +166,7 @@ async function facts(page) {
       last = level;
     }
     return {
-      headings: headings.filter((h) => Number(h.tagName[1]) <= 3).map((h) => h.textContent.trim().replace(/\s+/g, ' ').slice(0, 300)),
+      headings: headings.map((h) => h.textContent.trim().replace(/\s+/g, ' ').slice(0, 400)),
       h1: document.querySelectorAll('h1').length,
       width: Math.max(document.documentElement.scrollWidth, document.body ? document.body.scrollWidth : 0),
       lang: document.documentElement.getAttribute('lang') || '',
@@ -170,6 +195,19 @@ async function main() {
     args: ['--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-sandbox'],
   });
   try {
+    // The originals, straight from the origin with scripts off: each page's headline.
+    const direct = await browser.newContext({ viewport: DESKTOP, javaScriptEnabled: false });
+    await direct.route('**/*', (route) => (new URL(route.request().url()).host === originHost ? route.continue() : route.abort()));
+    const original = await direct.newPage();
+    for (const p of pages) {
+      p.titles = titleCandidates(readFileSync(p.path, 'utf8'));
+      try {
+        p.headline = await headline(original, `http://${originHost}/${p.set}/${p.name}`, p.titles);
+      } catch {
+        p.headline = null;
+      }
+    }
+    await direct.close();
     for (const [profile, proxy] of args.proxies) {
       const s = (summary[profile] = { pages: 0, failed: 0, noTitle: 0, noH1: 0, wide: 0, noLang: 0, headingSkips: 0, seriousAxe: 0, violations: {} });
       for (const contextOpts of [{ viewport: PHONE, phone: true }]) {
@@ -187,8 +225,12 @@ async function main() {
           try {
             await page.goto(url, { waitUntil: 'load', timeout: PAGE_TIMEOUT_MS });
             const f = await facts(page);
-            const titles = titleCandidates(readFileSync(p.path, 'utf8'));
-            record.title = titles.length === 0 ? null : f.headings.some((h) => carriesTitle(h, titles));
+            const shown = f.headings.map(normalise);
+            record.headline = p.headline;
+            record.title =
+              p.titles.length === 0 && !p.headline
+                ? null
+                : shown.some((h) => (p.headline && (h === p.headline || (p.headline.length >= 12 && h.includes(p.headline)))) || carriesTitle(h, p.titles));
             record.h1 = f.h1;
             record.width = f.width;
             record.lang = f.lang;
