@@ -26,6 +26,7 @@ use crate::dom::{Filtered, Tree};
 use crate::extract::algorithm::Algorithm;
 use crate::extract::declutter::{self, Outcome};
 use crate::extract::hidden::{self, HiddenSource};
+use crate::extract::lang;
 use crate::extract::meta::{self, Meta};
 use crate::extract::pith::Choice;
 use crate::extract::site_redundancy::SiteMemory;
@@ -393,7 +394,7 @@ fn reading_page(
     output: Output,
     page_url: Option<&str>,
 ) -> (String, Option<Removal>, Reading) {
-    let (meta, host) = prepare(&mut tree, page_url);
+    let (mut meta, host) = prepare(&mut tree, page_url);
     let site = host.as_deref().zip(stage2).and_then(|(host, s)| s.sites.for_host(host));
     let algorithm = site.and_then(|s| s.algorithm).unwrap_or(reader.algorithm);
     let job = Extraction { algorithm, reader, stage2, host: host.as_deref(), page_url };
@@ -425,6 +426,10 @@ fn reading_page(
             Output::Text | Output::Content => body,
         };
         return (body, removal, Reading { algorithm, fallback: Some(verdict), choice, hidden, meta });
+    }
+    if meta.lang.is_none() {
+        // Other statements of the page's language, else the language of the content kept.
+        meta.lang = tree.body().and_then(|body| lang::of(&tree, body));
     }
     let body = match output {
         Output::Text => crate::render::reader::render_text(&mut tree, &meta),
@@ -561,9 +566,12 @@ fn declutter_page(mut tree: Tree, stage2: &Stage2, output: Output, page_url: Opt
                 h.push_str("</h1>");
                 h
             });
+            // Only a page whose `<html>` names no language is looked at further.
+            let stated = tree.document_element().and_then(|h| tree.attr(h, "lang")).is_some_and(|l| !l.trim().is_empty());
+            let lang = if stated { None } else { tree.body().and_then(|body| lang::of(&tree, body)) };
             let dress = crate::render::html::Dress {
                 head: crate::render::html::PHONE_HEAD,
-                lang: None,
+                lang: lang.as_deref(),
                 body: heading.as_deref().unwrap_or_default(),
             };
             let page = crate::render::html::render_dressed(&tree, &dress);

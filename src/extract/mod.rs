@@ -29,6 +29,8 @@
 //! `distribution`, `link-ratio`, `block-analysis`, `density`, `cetr`, `cetr-km`, `ccb`,
 //! `info-optics`, `site-redundancy`, and `crunch`, the removers above taken as an extractor);
 //! [`meta`] reads the page's title, byline, date and other metadata for the reading page.
+//! [`lang`] gives the written pages their language: what the page states, else what its text
+//! is written in.
 //!
 //! This module owns what the removers share: the resolved [`Settings`], what a profile asks for
 //! ([`Options`]), the page [`Context`], the [`Removal`] report, statistics of the *kept* tree
@@ -46,6 +48,7 @@ pub mod distribution;
 pub mod hidden;
 pub mod info_optics;
 pub mod link_ratio;
+pub mod lang;
 pub mod pith;
 pub mod site_redundancy;
 pub mod empty;
