@@ -557,7 +557,7 @@ fn declutter_page(mut tree: Tree, stage2: &Stage2, output: Output, page_url: Opt
     let Outcome { removal, retained, titled } = run_removers(&mut tree, stage2, page_url);
     // A page without a title heading gets one from its metadata: the first thing a person on
     // a phone, or a screen reader, meets is then what the page is.
-    let title = if titled { None } else { meta::extract(&tree, page_url).title };
+    let title = if titled || output == Output::Content { None } else { meta::extract(&tree, page_url).title };
     let body = match output {
         Output::Html => {
             let heading = title.map(|t| {
@@ -578,7 +578,8 @@ fn declutter_page(mut tree: Tree, stage2: &Stage2, output: Output, page_url: Opt
             retainer::insert_html(&tree, page, &retainer::html_section(&retained))
         }
         Output::Text | Output::Content => {
-            let mut text = title.map(|t| t + "\n").unwrap_or_default();
+            // The listener's form opens on the title too; the content form stays the content.
+            let mut text = title.filter(|_| output == Output::Text).map(|t| t + "\n").unwrap_or_default();
             text.push_str(&crate::render::text::render(&tree));
             text.push_str(&retainer::text_section(&retained));
             text
@@ -643,6 +644,8 @@ mod tests {
         assert!(html.contains("<body><h1>Harbour closed for a week</h1><p>"), "the metadata's title, site name cut: {html}");
         let text = process(&declutter(Output::Text), doc.as_bytes(), None, Output::Text, None).expect("page");
         assert!(String::from_utf8(text.body).expect("utf-8").starts_with("Harbour closed for a week\n"));
+        let content = process(&declutter(Output::Text), doc.as_bytes(), None, Output::Content, None).expect("page");
+        assert!(String::from_utf8(content.body).expect("utf-8").starts_with("A paragraph"), "the content form is the content alone");
 
         // A page with its own title heading gets no second one.
         let titled = doc.replace("<body>", "<body><h1>Harbour closed for a week</h1>");
