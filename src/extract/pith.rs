@@ -8,7 +8,8 @@
 //!    density, and class and id names (`article-body` against `comments`, [`hints`]) and the
 //!    schema.org `articleBody` property weigh in as weak evidence. Regions that are never the
 //!    article (menus, sidebars, comment threads, sharing bars, `nav`, `aside`, ARIA
-//!    navigation and dialogs) are left out of scoring, and so is every `<article>` other than
+//!    navigation and dialogs, and whatever is `aria-hidden`, which a screen reader never
+//!    reads) are left out of scoring, and so is every `<article>` other than
 //!    the one holding the page's title heading ([`anchor`]: teasers, related posts). Names
 //!    never make an unlikely region of what the page's markup calls its content (`<main>`,
 //!    `role=main`, `itemprop=articleBody`, the titled `<article>`, a page's only `<article>`)
