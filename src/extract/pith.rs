@@ -23,8 +23,8 @@
 //!    one container).
 //! 3. **Cleaning** ([`clean`]): inside what was chosen, unlikely regions, footers, forms,
 //!    embedded frames, sharing and byline elements, pop-up cards inside sentences, and
-//!    containers that do not read as prose (link-dense, list- or image-heavy, nearly empty)
-//!    are removed, bottom-up, so a block is judged on what stays of it; a quotation (an
+//!    containers that do not read as prose (link-dense, list- or image-heavy, nearly empty;
+//!    a list whose items are prose stays) are removed, bottom-up, so a block is judged on what stays of it; a quotation (an
 //!    embedded post included) is kept as the article quotes it. Lines about the article
 //!    rather than of it go too ([`lines`]): datelines and contact lines outside the run of its
 //!    prose, gallery counters, and any block repeating the page's title (the reading page
