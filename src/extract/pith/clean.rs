@@ -10,9 +10,10 @@
 //! - it is not article text by its tag: `footer` (outside a quote), a `header` without
 //!   prose (the title, byline and date the reading page shows apart), an `h1` before the first
 //!   prose (the title again), forms and their controls, embedded frames and objects, dialogs;
-//! - it is a heading whose names say clutter ("Related stories", "Comments") or that is more
-//!   than half links away from the page (a teaser's headline; links to a place on the page
-//!   itself, a section's back-link to the contents, do not count), or a sharing or
+//! - it is a heading whose names say clutter ("Related stories", "Comments") or that is, outside
+//!   the run of the article's prose or among its last lines, more than half links away from
+//!   the page (a teaser's headline; links to a place on the page itself, a section's back-link
+//!   to the contents, do not count), or a sharing or
 //!   byline/credit element with little text;
 //! - it is a line about the article rather than of it: a short dateline (`itemprop=date…`, or
 //!   a date by its digits before the first or after the last text of prose, [`lines`]), a
@@ -246,7 +247,9 @@ impl Judge<'_> {
             return false;
         }
         let h = a.hints[i];
-        if let Some(verdict) = by_tag(tree, a, id, e, c, h, self.first_prose) {
+        // Within the run of the article's prose, before its last lines.
+        let inside = !tail && id.index() > self.first_prose && id.index() < self.prose_end;
+        if let Some(verdict) = by_tag(tree, a, id, e, c, h, (self.first_prose, inside)) {
             return verdict;
         }
         // Before the article's last lines, a paragraph that reads as a sentence is prose
@@ -306,6 +309,8 @@ impl Judge<'_> {
 }
 
 /// What the tag alone decides, if anything: `Some(true)` to drop, `Some(false)` to keep.
+/// `first_prose`: where the selection's prose starts; `inside`: the element lies within the
+/// run of that prose, before its last lines.
 fn by_tag(
     tree: &Tree,
     a: &Analysis,
@@ -313,7 +318,7 @@ fn by_tag(
     e: &Element,
     c: &Counts,
     h: Hints,
-    first_prose: usize,
+    (first_prose, inside): (usize, bool),
 ) -> Option<bool> {
     match e.name {
         local_name!("footer") => Some(!in_quote(tree, id)),
@@ -342,7 +347,7 @@ fn by_tag(
         | local_name!("h3")
         | local_name!("h4")
         | local_name!("h5")
-        | local_name!("h6") => Some(h.weight() < 0 || is_link_heading(tree, id, c)),
+        | local_name!("h6") => Some(h.weight() < 0 || (!inside && is_link_heading(tree, id, c))),
         _ => None,
     }
 }
@@ -350,7 +355,9 @@ fn by_tag(
 /// A heading more than half link text that leads away from the page: a teaser's headline, the
 /// title of another story. Links to a place on the page itself (`href="#…"`: a section's
 /// back-link to the table of contents, a permalink mark) do not count: a heading that is one
-/// names its own section.
+/// names its own section. Only read outside the run of the article's prose (before it, or
+/// among its last lines), where teasers sit: inside it, a linked heading heads the text that
+/// follows (an entry of a list article, linking what it names).
 fn is_link_heading(tree: &Tree, id: NodeId, c: &Counts) -> bool {
     if c.link_chars * 2 <= c.chars {
         return false;
@@ -631,6 +638,19 @@ mod tests {
         let text = extracted(&html);
         assert!(text.contains("Setting up the server"), "{text}");
         assert!(!text.contains("Another story"), "{text}");
+    }
+
+    #[test]
+    fn a_linked_heading_inside_the_text_heads_it_one_after_the_text_goes() {
+        let html = format!(
+            "<body><article><p>{PROSE}</p><h3><a href=/shop/rez>“Rez Infinite” ($30)</a></h3>\
+             <p>{PROSE}</p><h3><a href=/shop/thumper>“Thumper” ($20)</a></h3><p>{PROSE}</p>\
+             <p>{PROSE}</p><h3><a href=/news/other>A story elsewhere in the paper</a></h3></article></body>"
+        );
+        let text = extracted(&html);
+        assert!(text.contains("“Rez Infinite” ($30)\n"), "{text}");
+        assert!(text.contains("“Thumper” ($20)\n"), "{text}");
+        assert!(!text.contains("A story elsewhere"), "{text}");
     }
 
     #[test]
