@@ -8,7 +8,8 @@
 //!    density, and class and id names (`article-body` against `comments`, [`hints`]) and the
 //!    schema.org `articleBody` property weigh in as weak evidence. Regions that are never the
 //!    article (menus, sidebars, comment threads, sharing bars, `nav`, `aside`, ARIA
-//!    navigation and dialogs) are left out of scoring, and so is every `<article>` other than
+//!    navigation and dialogs, and whatever is `aria-hidden`, which a screen reader never
+//!    reads) are left out of scoring, and so is every `<article>` other than
 //!    the one holding the page's title heading ([`anchor`]: teasers, related posts). Names
 //!    never make an unlikely region of what the page's markup calls its content (`<main>`,
 //!    `role=main`, `itemprop=articleBody`, the titled `<article>`, a page's only `<article>`)
@@ -22,8 +23,8 @@
 //!    one container).
 //! 3. **Cleaning** ([`clean`]): inside what was chosen, unlikely regions, footers, forms,
 //!    embedded frames, sharing and byline elements, pop-up cards inside sentences, and
-//!    containers that do not read as prose (link-dense, list- or image-heavy, nearly empty)
-//!    are removed, bottom-up, so a block is judged on what stays of it; a quotation (an
+//!    containers that do not read as prose (link-dense, list- or image-heavy, nearly empty;
+//!    a list whose items are prose stays) are removed, bottom-up, so a block is judged on what stays of it; a quotation (an
 //!    embedded post included) is kept as the article quotes it. Lines about the article
 //!    rather than of it go too ([`lines`]): datelines and contact lines outside the run of its
 //!    prose, gallery counters, and any block repeating the page's title (the reading page

@@ -8,9 +8,12 @@
 //! - it is a region that is never the article ([`Hints::is_unlikely`]: comments, sharing,
 //!   related links, newsletters, menus, `nav`, `aside`);
 //! - it is not article text by its tag: `footer` (outside a quote), a `header` without
-//!   prose (the title, byline and date the reading page shows apart), forms and their controls,
-//!   embedded frames and objects, dialogs;
-//! - it is a heading whose names say clutter ("Related stories", "Comments"), or a sharing or
+//!   prose (the title, byline and date the reading page shows apart), an `h1` before the first
+//!   prose (the title again), forms and their controls, embedded frames and objects, dialogs;
+//! - it is a heading whose names say clutter ("Related stories", "Comments") or that is, outside
+//!   the run of the article's prose or among its last lines, more than half links away from
+//!   the page (a teaser's headline; links to a place on the page itself, a section's back-link
+//!   to the contents, do not count), or a sharing or
 //!   byline/credit element with little text;
 //! - it is a line about the article rather than of it: a short dateline (`itemprop=date…`, or
 //!   a date by its digits before the first or after the last text of prose, [`lines`]), a
@@ -23,7 +26,9 @@
 //!   every name it mentions is prose, a closing "Follow us on …" line is not;
 //! - unless it is mostly a quotation (an embedded post included), which the article quotes,
 //!   it is a container (div, section, list, table, header) with fewer than ten commas, that is,
-//!   not a run of prose, and looks like clutter by its counts: more than a fifth link text (half
+//!   not a run of prose, and looks like clutter by its counts: a score below zero (a list
+//!   written as prose, [`MIN_LIST_TEXT`] of text at most [`MAX_LIST_LINKS`] links, excepted:
+//!   its score is below zero only because lists are mostly menus), more than a fifth link text (half
 //!   for a container named as content or a list), more list items than paragraphs, more
 //!   controls than a third of its paragraphs, more than one image with fewer than two paragraphs per image
 //!   (outside figures), or less than [`MIN_BLOCK`] characters with no single image and not a
@@ -63,6 +68,15 @@ pub const MIN_SENTENCE: u32 = 40;
 /// The most link text a paragraph read as a sentence holds: a lead paragraph that links the
 /// people and places it names is more than half links, a "read more" line is nearly all.
 pub const MAX_SENTENCE_LINKS: f32 = 0.8;
+
+/// The least non-link text (characters) of a list written as prose: the highlights of a post,
+/// the steps of a recipe, as much as the text a lone paragraph needs to count as more than a
+/// line of links ([`is_link_paragraph`]).
+pub const MIN_LIST_TEXT: u32 = 100;
+
+/// The most link text a list written as prose holds: the link-density limit the conditional
+/// rules set for a container (a menu or a list of teasers is links almost throughout).
+pub const MAX_LIST_LINKS: f32 = 0.2;
 
 /// The counts of a subtree's kept part that the conditional rules read.
 #[derive(Clone, Copy, Default, Debug)]
@@ -233,7 +247,9 @@ impl Judge<'_> {
             return false;
         }
         let h = a.hints[i];
-        if let Some(verdict) = by_tag(tree, a, id, e, c, h) {
+        // Within the run of the article's prose, before its last lines.
+        let inside = !tail && id.index() > self.first_prose && id.index() < self.prose_end;
+        if let Some(verdict) = by_tag(tree, a, id, e, c, h, (self.first_prose, inside)) {
             return verdict;
         }
         // Before the article's last lines, a paragraph that reads as a sentence is prose
@@ -293,6 +309,8 @@ impl Judge<'_> {
 }
 
 /// What the tag alone decides, if anything: `Some(true)` to drop, `Some(false)` to keep.
+/// `first_prose`: where the selection's prose starts; `inside`: the element lies within the
+/// run of that prose, before its last lines.
 fn by_tag(
     tree: &Tree,
     a: &Analysis,
@@ -300,6 +318,7 @@ fn by_tag(
     e: &Element,
     c: &Counts,
     h: Hints,
+    (first_prose, inside): (usize, bool),
 ) -> Option<bool> {
     match e.name {
         local_name!("footer") => Some(!in_quote(tree, id)),
@@ -317,17 +336,39 @@ fn by_tag(
         | local_name!("embed")
         | local_name!("dialog")
         | local_name!("nav")
-        | local_name!("aside")
-        | local_name!("h1") => Some(true),
+        | local_name!("aside") => Some(true),
+        // Before the article's first prose an `h1` is its title, which the reading page shows
+        // apart; after it, a section heading (some pages write every heading as `h1`).
+        local_name!("h1") if id.index() < first_prose => Some(true),
         // The caption belongs to its figure: the reading page keeps figures whole.
         local_name!("figcaption") => Some(false),
-        local_name!("h2")
+        local_name!("h1")
+        | local_name!("h2")
         | local_name!("h3")
         | local_name!("h4")
         | local_name!("h5")
-        | local_name!("h6") => Some(h.weight() < 0 || c.link_density() > 0.5),
+        | local_name!("h6") => Some(h.weight() < 0 || (!inside && is_link_heading(tree, id, c))),
         _ => None,
     }
+}
+
+/// A heading more than half link text that leads away from the page: a teaser's headline, the
+/// title of another story. Links to a place on the page itself (`href="#…"`: a section's
+/// back-link to the table of contents, a permalink mark) do not count: a heading that is one
+/// names its own section. Only read outside the run of the article's prose (before it, or
+/// among its last lines), where teasers sit: inside it, a linked heading heads the text that
+/// follows (an entry of a list article, linking what it names).
+fn is_link_heading(tree: &Tree, id: NodeId, c: &Counts) -> bool {
+    if c.link_chars * 2 <= c.chars {
+        return false;
+    }
+    let in_page: u32 = tree
+        .descendants(id)
+        .filter(|&n| tree.tag(n) == Some("a") && tree.is_shown(n))
+        .filter(|&n| tree.attr(n, "href").is_some_and(|h| h.starts_with('#')))
+        .map(|n| tree.stats(n).text_chars)
+        .sum();
+    c.link_chars.saturating_sub(in_page) * 2 > c.chars
 }
 
 /// A paragraph more than half link text, with little other text: a line of links, unless it
@@ -436,7 +477,12 @@ fn is_heading(tree: &Tree, i: usize) -> bool {
 /// The conditional rules for a container.
 fn is_clutter(tree: &Tree, a: &Analysis, id: NodeId, c: &Counts, h: Hints, list: bool) -> bool {
     let weight = h.weight();
-    if a.candidate[id.index()] && weight as f32 + a.score[id.index()] < 0.0 {
+    // A list's score starts below zero (lists are mostly menus), so one that a nested
+    // paragraph scored is below zero too; a list written as prose is judged by its counts.
+    let prose_list = list
+        && c.link_density() <= MAX_LIST_LINKS
+        && c.chars.saturating_sub(c.link_chars) >= MIN_LIST_TEXT;
+    if !prose_list && a.candidate[id.index()] && weight as f32 + a.score[id.index()] < 0.0 {
         return true;
     }
     if c.commas >= 10 {
@@ -547,6 +593,64 @@ mod tests {
             !text.contains("Follow us"),
             "so does a sentence of links among the last lines: {text}"
         );
+    }
+
+    #[test]
+    fn a_list_written_as_prose_stays_a_menu_goes() {
+        // A screenshot's caption nested in an item scores the list, whose score starts below
+        // zero: the counts, not that, decide.
+        let item = "We have just landed a fix that stops an update from starting while another \
+            window is open, the cause of the restart page you may have seen.";
+        let html = format!(
+            "<body><article><p>{PROSE}</p><h3>Highlights</h3><ul><li>{item}<ul><li><div>\
+             <img src=a.png><p>A screenshot of the restart page</p></div></li></ul></li>\
+             <li>Logins can now be imported from <a href=/k>a password manager</a> file.</li></ul>\
+             <p>{PROSE}</p><ul><li><a href=/a>Home</a></li><li><a href=/b>World news</a></li>\
+             <li><a href=/c>Sport</a></li></ul></article></body>"
+        );
+        let text = extracted(&html);
+        assert!(text.contains(item), "{text}");
+        assert!(text.contains("Logins can now be imported"), "{text}");
+        assert!(!text.contains("World news"), "the menu still goes: {text}");
+    }
+
+    #[test]
+    fn an_h1_after_the_first_prose_is_a_section_heading() {
+        let html = format!(
+            "<body><article><h1>Monitoring the processor</h1><p>{PROSE}</p>\
+             <h1>Why it matters</h1><p>{PROSE}</p></article></body>"
+        );
+        let text = extracted(&html);
+        assert!(text.contains("Why it matters\n"), "{text}");
+        assert!(
+            !text.contains("Monitoring the processor"),
+            "the title before the prose goes: {text}"
+        );
+    }
+
+    #[test]
+    fn a_heading_linking_within_the_page_stays_one_linking_away_goes() {
+        let html = format!(
+            "<body><article><p>{PROSE}</p><h2><a href=#toc-2>Setting up the server</a>\
+             <a href=#setting-up>¶</a></h2><p>{PROSE}</p><h2><a href=/elsewhere>Another \
+             story from the paper</a></h2><p>{PROSE}</p></article></body>"
+        );
+        let text = extracted(&html);
+        assert!(text.contains("Setting up the server"), "{text}");
+        assert!(!text.contains("Another story"), "{text}");
+    }
+
+    #[test]
+    fn a_linked_heading_inside_the_text_heads_it_one_after_the_text_goes() {
+        let html = format!(
+            "<body><article><p>{PROSE}</p><h3><a href=/shop/rez>“Rez Infinite” ($30)</a></h3>\
+             <p>{PROSE}</p><h3><a href=/shop/thumper>“Thumper” ($20)</a></h3><p>{PROSE}</p>\
+             <p>{PROSE}</p><h3><a href=/news/other>A story elsewhere in the paper</a></h3></article></body>"
+        );
+        let text = extracted(&html);
+        assert!(text.contains("“Rez Infinite” ($30)\n"), "{text}");
+        assert!(text.contains("“Thumper” ($20)\n"), "{text}");
+        assert!(!text.contains("A story elsewhere"), "{text}");
     }
 
     #[test]

@@ -134,7 +134,10 @@ impl Analysis {
                         let h = hints::of(tree, id);
                         self.hints[i] = h;
                         let named = strip && !self.protected[i] && is_unlikely(tree, id, e, h);
-                        named || self.other_story(tree, id, e)
+                        // Hidden from assistive technology, whatever the names: the page's
+                        // own markup, and what a screen reader would not read either.
+                        let silent = strip && is_aria_hidden(tree, id);
+                        named || silent || self.other_story(tree, id, e)
                     };
                     self.block_of[i] = if is_block(e) {
                         i as u32
@@ -383,6 +386,19 @@ fn is_structural(tree: &Tree, id: NodeId, e: &Element) -> bool {
         || tree
             .attr(id, "itemprop")
             .is_some_and(|v| v.split_ascii_whitespace().any(|w| w == "articleBody"))
+}
+
+/// Whether the element says it is hidden from assistive technology (`aria-hidden="true"`):
+/// a decorative copy (a pull quote repeating a sentence, the visual form of a formula beside
+/// its MathML), a print-only block, a closed menu. Reading mode is what a screen-reader user
+/// hears, and such a user never hears these, on any site and in any language. When the page
+/// hides its whole article so (an open dialog's backdrop), stripping leaves too little and
+/// the page is analysed again without it (the [`Params::min_chars`] retry).
+///
+/// [`Params::min_chars`]: super::Params::min_chars
+fn is_aria_hidden(tree: &Tree, id: NodeId) -> bool {
+    tree.attr(id, "aria-hidden")
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
 }
 
 /// Whether the element is a region that is never the article: by its names, its ARIA role
@@ -697,6 +713,47 @@ fn is_prose_paragraph(tree: &Tree, a: &Analysis, id: NodeId) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::extract::pith::{extract, Params};
+
+    const PROSE: &str =
+        "The council met for three hours on Tuesday evening, and the vote, when it \
+        came, was close. Residents had filled the hall, with many standing at the back.";
+
+    fn extracted(html: &str) -> String {
+        let mut tree = Tree::parse(html);
+        extract(&mut tree, &Params::default());
+        crate::render::text::render(&tree)
+    }
+
+    #[test]
+    fn what_assistive_technology_never_reads_is_not_the_article() {
+        // A pull quote repeating a sentence and a print-only address line, both hidden from
+        // screen readers; the visual form of a formula hidden beside its readable form.
+        let html = format!(
+            "<body><article><p>{PROSE}</p><div aria-hidden=true><span>“Residents had filled \
+             the hall,” the mayor said, to cheers.</span></div><p>{PROSE}</p>\
+             <p>The area is <span aria-hidden=TRUE>πr²</span><span>pi r squared</span>.</p>\
+             <div aria-hidden=' true '><h4>Page address</h4><p>https://news.example/council</p>\
+             </div></article></body>"
+        );
+        let text = extracted(&html);
+        assert_eq!(
+            text,
+            format!("{PROSE}\n{PROSE}\nThe area is pi r squared.\n")
+        );
+    }
+
+    #[test]
+    fn an_article_hidden_whole_is_read_all_the_same() {
+        // A saved page with a dialog open: the page behind it is marked hidden.
+        let html = format!(
+            "<body><div aria-hidden=true><article><p>Story: {PROSE}</p><p>{PROSE}</p>\
+             <p>{PROSE}</p></article></div><div role=dialog><p>Sign in</p></div></body>"
+        );
+        let text = extracted(&html);
+        assert!(text.starts_with("Story: "), "{text}");
+        assert!(!text.contains("Sign in"), "{text}");
+    }
 
     #[test]
     fn marks_count_latin_arabic_and_cjk_punctuation() {
