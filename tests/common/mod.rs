@@ -113,10 +113,11 @@ pub const CLUTTERED: &str = r#"<!DOCTYPE html>
 </body></html>
 "#;
 
-/// Asserts that `html` is [`CLUTTERED`] with its clutter removed and its text kept, and
-/// pith's phone viewport and stylesheet in place of the page's.
+/// Asserts that `html` is [`CLUTTERED`] with its clutter removed and its text kept. pith's
+/// phone viewport and stylesheet are the only style left: once on a page the removers ran over,
+/// never on a stage-1 page (`preset = "none"`), which is streamed without a tree.
 pub fn assert_decluttered(html: &str) {
-    assert_eq!(html.matches(pith::render::html::PHONE_HEAD).count(), 1, "the phone stylesheet, once:\n{html}");
+    assert!(html.matches(pith::render::html::PHONE_HEAD).count() <= 1, "the phone stylesheet, at most once:\n{html}");
     let html = &html.replace(pith::render::html::PHONE_HEAD, "");
     for kept in ["The title stays", "Heading text stays", "First paragraph stays.", "script link text stays", "href=\"/next\""] {
         assert!(html.contains(kept), "{kept:?} should survive declutter:\n{html}");
