@@ -11,6 +11,7 @@
 #   --shots      a screenshot of each page's first screen at 412 and 1280 px under OUT/shots
 #   --gate FILE  fail (exit 1) when a count is over its ceiling in FILE (JSON, per profile)
 #   --no-build   use the release binary already built
+#   --pith PATH  use this pith binary (e.g. the debug build the test suite made); no build
 #   --out DIR    results (default target/browser): pages.jsonl, summary.json, shots/
 #
 # Installs what it needs when missing: Debian's chromium (apt-get; needs root or sudo) and,
@@ -26,6 +27,7 @@ sets="scrapinghub readability"
 shots=()
 gate=()
 build=1
+pith_arg=""
 out=$repo/target/browser
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -34,8 +36,9 @@ while [ $# -gt 0 ]; do
         --shots) shots=(--shots); shift;;
         --gate) gate=(--gate "$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"); shift 2;;
         --no-build) build=0; shift;;
+        --pith) pith_arg=$2; build=0; shift 2;;
         --out) out=$2; shift 2;;
-        -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
+        -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
         *) echo "browser.sh: unknown argument $1 (see --help)" >&2; exit 64;;
     esac
 done
@@ -60,7 +63,7 @@ for s in $sets; do
 done
 
 [ "$build" = 0 ] || (cd "$repo" && cargo build --release --locked --bin pith)
-pith=${CARGO_TARGET_DIR:-$repo/target}/release/pith
+pith=${pith_arg:-${CARGO_TARGET_DIR:-$repo/target}/release/pith}
 [ -x "$pith" ] || { echo "browser.sh: no $pith; run without --no-build" >&2; exit 1; }
 
 run=$(mktemp -d "${TMPDIR:-/tmp}/pith-browser.XXXXXX")

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs pith's whole test suite on a fresh machine: everything it needs is built here.
 # Usage: scripts/test.sh   (from anywhere in the repository)
-# Last, a smoke run of every fuzz target: `scripts/fuzz.sh --smoke --dev` (unoptimised, no
-# sanitizer, 25 s per target; installs cargo-fuzz if missing). What it checks is in the
+# Then 24 development pages in headless Chromium (scripts/browser.sh; installs Debian's
+# chromium and the npm packages it pins when missing). Last, a smoke run of every fuzz target:
+# `scripts/fuzz.sh --smoke --dev` (unoptimised, no sanitizer, 25 s per target; installs
+# cargo-fuzz if missing). What it checks is in the
 # header of scripts/fuzz.sh, its cost in fuzz/README.md ("Cost in CI"). A finding fails the suite.
 # PITH_SKIP_FUZZ=1 leaves the fuzz smoke out (for a quick local run; CI runs it).
 set -euo pipefail
@@ -25,6 +27,10 @@ else
     cargo test --locked --doc
 fi
 cargo check --locked --benches
+# Pages as a person gets them: the first 12 pages of each development set through the debug
+# binary just built, in headless Chromium (installed here when missing), held to today's counts
+# (tests/browser/gate-ci.json). The whole sets: scripts/browser.sh.
+scripts/browser.sh --pith "${CARGO_TARGET_DIR:-target}/debug/pith" --sample 12 --gate tests/browser/gate-ci.json --out target/browser-ci
 if [[ "${PITH_SKIP_FUZZ:-}" != 1 ]]; then
     scripts/fuzz.sh --smoke --dev
 fi
