@@ -375,6 +375,12 @@ mod tests {
         layout_divs_are_unwrapped_and_loose_text_becomes_paragraphs:
             "<div class=wrap><div>one</div><div>two <a href='/x?a=1&b=2'>link</a></div><p>three</p></div>"
             => r#"<p>one</p><p>two <a href="https://e.example/x?a=1&amp;b=2">link</a></p><p>three</p>"#;
+        an_image_alone_in_a_link_is_named:
+            "<p><a href='https://e.example/news/storm-week'><img src='/a.jpg' alt=''></a> <a href='/x' title='Next story'><img src='/b.jpg'></a> <a href='/y'><img src='/c.jpg' alt=''> Caption</a></p>"
+            => r#"<p><a href="https://e.example/news/storm-week"><img src="https://e.example/a.jpg" alt="e.example: storm-week"></a> <a href="https://e.example/x"><img src="https://e.example/b.jpg" alt="Next story"></a> <a href="https://e.example/y"><img src="https://e.example/c.jpg" alt=""> Caption</a></p>"#;
+        headings_never_skip_a_level:
+            "<h3>A</h3><p>a</p><h5>A.1</h5><p>b</p><h4>A.2</h4><p>c</p><h3>B</h3><p>d</p><h2>C</h2><p>e</p>"
+            => r#"<h2 id="s1">A</h2><p>a</p><h3 id="s2">A.1</h3><p>b</p><h3 id="s3">A.2</h3><p>c</p><h2 id="s4">B</h2><p>d</p><h2 id="s5">C</h2><p>e</p>"#;
         content_h1_becomes_h2:
             "<p>intro</p><h1>Part</h1><p>text</p>"
             => r#"<p>intro</p><h2 id="s1">Part</h2><p>text</p>"#;

@@ -6,8 +6,9 @@
 //! at the top level is wrapped in paragraphs, a block boundary crossed inside a kept block
 //! becomes a `<br>`, a block inside phrasing content (a heading inside a link) is unwrapped so
 //! the output stays valid, and elements left empty are taken out again. Headings are demoted
-//! below the page's one `<h1>` and numbered for the table of contents, which the parent module
-//! writes.
+//! below the page's one `<h1>` and re-levelled so that none skips a level (a screen reader's
+//! list of headings is the page's outline: an `<h1>` followed by an `<h4>` reads as a missing
+//! part), and numbered for the table of contents, which the parent module writes.
 
 use std::fmt::Write as _;
 
@@ -90,12 +91,14 @@ pub(super) struct Content<'t> {
     /// are unwrapped too.
     tables: Vec<bool>,
     headings: Vec<Heading>,
+    /// The open sections: each heading's level in the source and the level it was given.
+    sections: Vec<(u8, u8)>,
 }
 
 impl<'t> Content<'t> {
     pub(super) fn new(tree: &'t Tree, base: Option<Url>) -> Self {
         let out = String::with_capacity(tree.len() * 8);
-        Content { tree, base, out, frames: Vec::new(), open: 0, phrasing: 0, loose_p: false, pending_break: false, written: false, tables: Vec::new(), headings: Vec::new() }
+        Content { tree, base, out, frames: Vec::new(), open: 0, phrasing: 0, loose_p: false, pending_break: false, written: false, tables: Vec::new(), headings: Vec::new(), sections: Vec::new() }
     }
 
     pub(super) fn render(&mut self, body: NodeId) {
@@ -181,7 +184,8 @@ impl<'t> Content<'t> {
             }
             Kind::Heading(level) => {
                 self.before_block();
-                self.heading(node, level.max(2))
+                let level = self.section_level(level);
+                self.heading(node, level)
             }
         }
     }
@@ -227,6 +231,18 @@ impl<'t> Content<'t> {
         Frame::Kept(name, phrasing, tag_start, self.out.len())
     }
 
+    /// The level a heading of `source` level gets: one below the heading of the section it
+    /// opens in (the title's `<h1>` for the first), so levels never skip; headings of the same
+    /// source level under the same parent stay siblings. `<h2>` to `<h6>`.
+    fn section_level(&mut self, source: u8) -> u8 {
+        while self.sections.last().is_some_and(|&(s, _)| s >= source) {
+            self.sections.pop();
+        }
+        let level = self.sections.last().map_or(2, |&(_, given)| given + 1).min(6);
+        self.sections.push((source, level));
+        level
+    }
+
     fn heading(&mut self, node: NodeId, level: u8) -> Frame {
         let anchor = format!("s{}", self.headings.len() + 1);
         let name = ["h2", "h2", "h2", "h3", "h4", "h5", "h6"][usize::from(level.min(6))];
@@ -266,7 +282,9 @@ impl<'t> Content<'t> {
         self.before_inline();
         self.out.push_str("<img");
         attr(&mut self.out, "src", &src);
-        attr(&mut self.out, "alt", tree.attr(node, "alt").unwrap_or("").trim());
+        let alt = tree.attr(node, "alt").unwrap_or("").trim();
+        let named = if alt.is_empty() { link_name(tree, node) } else { None };
+        attr(&mut self.out, "alt", named.as_deref().unwrap_or(alt));
         self.out.push('>');
         self.written = true;
     }
@@ -408,4 +426,31 @@ fn is_layout_table(tree: &Tree, table: NodeId) -> bool {
         }
     }
     layout
+}
+
+/// The text an image with an empty `alt` stands for when it is all a link holds: a link
+/// without a name is announced as its address, or not at all. The image's `title`, else the
+/// link's `title` or `aria-label`, else where the link goes (its host and last path segment).
+/// `None` when the image is not alone in a link: an empty `alt` then marks decoration.
+fn link_name(tree: &Tree, img: NodeId) -> Option<String> {
+    let link = tree.ancestors(img).find(|&a| tree.tag(a) == Some("a"))?;
+    if tree.stats(link).text_chars > 0 || tree.descendants(link).filter(|&d| tree.tag(d) == Some("img")).count() > 1 {
+        return None;
+    }
+    let stated = |id: NodeId, name: &str| tree.attr(id, name).map(str::trim).filter(|t| !t.is_empty()).map(str::to_string);
+    if let Some(name) = stated(img, "title").or_else(|| stated(link, "title")).or_else(|| stated(link, "aria-label")) {
+        return Some(name);
+    }
+    let href = tree.attr(link, "href")?.trim();
+    let rest = href.split_once("://").map_or(href, |(_, rest)| rest);
+    let path = rest.split(['?', '#']).next().unwrap_or_default().trim_end_matches('/');
+    let (host, tail) = path.split_once('/').unwrap_or((path, ""));
+    let last = tail.rsplit('/').next().unwrap_or_default();
+    let name = match (host.is_empty(), last.is_empty()) {
+        (false, false) => format!("{host}: {last}"),
+        (false, true) => host.to_string(),
+        (true, false) => last.to_string(),
+        (true, true) => return None,
+    };
+    Some(name)
 }
