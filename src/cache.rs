@@ -16,13 +16,25 @@
 //! Which `Vary` headers a URL depends on is only known once the origin has answered, so the
 //! cache remembers the names per URL ([`Cache::key`] reads them back): the first request for a
 //! URL is keyed without them, and later ones with their own values.
+//!
+//! The policy reads the origin's fields as RFC 9111 says a cache reads them, not as sent
+//! (`fields`: directive names in any case, the first member of a list-valued `Age`, an
+//! invalid `Expires` as the past). An unsafe request that succeeds marks its URL's entries
+//! invalid ([`Cache::invalidate_uri`]), whatever key they are under.
+//!
+//! Where pith differs from RFC 9111 on purpose, it is because a kept page is pith's rewrite,
+//! not the origin's bytes: its `ETag` is weakened (`W/`), its `Content-Length`,
+//! `Content-Type` and `Content-Encoding` are those of the rewritten, re-encoded page (so a 304
+//! from the origin does not replace them), `Content-MD5`, `Digest` and `Content-Range` are
+//! dropped, and the key holds the profile, its rules and the client's encoding class besides
+//! the URL and `Vary` values.
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
@@ -33,6 +45,8 @@ use moka::notification::RemovalCause;
 use crate::body::Coding;
 use crate::config::CacheConfig;
 use crate::pipeline::Profile;
+
+mod fields;
 
 /// What a cache lookup needs to know of a client's request: its method, absolute URL and
 /// headers. The headers are the client's as they will be forwarded (hop-by-hop fields gone,
@@ -45,6 +59,16 @@ pub struct Ask {
     pub uri: Uri,
     /// The request headers.
     pub headers: HeaderMap,
+}
+
+impl Ask {
+    /// The request as the cache reads it. Cache-Control and Pragma directive names are made
+    /// lowercase here, once, because they are case-insensitive (RFC 9111 §5.2) and the policy
+    /// matches them exactly.
+    pub fn new(method: Method, uri: Uri, mut headers: HeaderMap) -> Ask {
+        fields::lowercase_directives(&mut headers);
+        Ask { method, uri, headers }
+    }
 }
 
 impl RequestLike for Ask {
@@ -129,6 +153,9 @@ pub struct Entry {
     /// The origin's `Vary` names, lowercase, without Accept-Encoding (the encoding class covers it).
     vary: Arc<[HeaderName]>,
     weight: u32,
+    /// When the entry was made: an unsafe request to its URL after this makes it invalid
+    /// (see [`Cache::invalidate_uri`]).
+    made: Instant,
     /// When the policy was made, the `Age` it then gave, and until when it stays fresh: the
     /// hit path's answer without re-parsing headers (see [`Entry::freshness`]).
     clock: Clock,
@@ -205,25 +232,31 @@ impl Entry {
         }
         match self.policy.before_request(ask, now) {
             BeforeRequest::Fresh(_) => Freshness::Fresh { age: self.age(now) },
-            BeforeRequest::Stale { .. } => {
-                let mut conditions = Vec::new();
-                if let Some(etag) = &self.validators.etag {
-                    conditions.push((header::IF_NONE_MATCH, etag.clone()));
-                }
-                if let Some(lm) = &self.validators.last_modified {
-                    conditions.push((header::IF_MODIFIED_SINCE, lm.clone()));
-                }
-                Freshness::Stale { conditions }
-            }
+            BeforeRequest::Stale { .. } => self.stale(),
         }
     }
 
-    /// The entry refreshed by the origin's 304 to a revalidation: the same body, the policy and
-    /// the freshness headers of the 304 (RFC 9111 §4.3.4).
+    /// The answer for an entry that must be validated before it is used: the conditional
+    /// headers made of the origin's validators.
+    pub fn stale(&self) -> Freshness {
+        let mut conditions = Vec::new();
+        if let Some(etag) = &self.validators.etag {
+            conditions.push((header::IF_NONE_MATCH, etag.clone()));
+        }
+        if let Some(lm) = &self.validators.last_modified {
+            conditions.push((header::IF_MODIFIED_SINCE, lm.clone()));
+        }
+        Freshness::Stale { conditions }
+    }
+
+    /// The entry refreshed by the origin's 304 to a revalidation (RFC 9111 §4.3.4): the same
+    /// body, a new policy, and every field of the 304 in place of the kept one, except those
+    /// [`refresh_headers`] keeps. A 304 whose strong ETag is not the kept page's is about
+    /// another representation: it refreshes nothing, and the caller fetches the page whole.
     pub fn refreshed(&self, ask: &Ask, not_modified: &HeaderMap, now: SystemTime) -> Result<Entry, RefreshError> {
         // A 304 without validators answers the one conditional pith sent, which named this
         // entry's own: it is about this entry.
-        let mut with_validators = not_modified.clone();
+        let mut with_validators = fields::for_policy(not_modified);
         if Validators::of(not_modified).is_empty() {
             for (name, value) in [(header::ETAG, &self.validators.etag), (header::LAST_MODIFIED, &self.validators.last_modified)] {
                 if let Some(v) = value {
@@ -237,11 +270,7 @@ impl Entry {
             return Err(RefreshError::ValidatorMismatch { etag: not_modified.get(header::ETAG).cloned() });
         };
         let mut headers = self.headers.clone();
-        for name in [header::CACHE_CONTROL, header::EXPIRES, header::DATE, header::LAST_MODIFIED] {
-            if let Some(v) = not_modified.get(&name) {
-                headers.insert(name, v.clone());
-            }
-        }
+        refresh_headers(&mut headers, not_modified);
         let mut validators = self.validators.clone();
         if let Some(etag) = not_modified.get(header::ETAG) {
             validators.etag = Some(etag.clone());
@@ -251,20 +280,56 @@ impl Entry {
             validators.last_modified = Some(lm.clone());
         }
         let clock = Clock::of(&policy, now);
-        Ok(Entry { status: self.status, headers, body: self.body.clone(), policy, validators, vary: self.vary.clone(), weight: self.weight, clock })
+        Ok(Entry { status: self.status, headers, body: self.body.clone(), policy, validators, vary: self.vary.clone(), weight: self.weight, made: Instant::now(), clock })
     }
 
     /// True when the client's own conditional headers say it already has this page:
-    /// `If-None-Match` by weak comparison, else `If-Modified-Since` equal to `Last-Modified`.
+    /// `If-None-Match` by weak comparison, else `If-Modified-Since` compared as a date with
+    /// `Last-Modified`, or with `Date` when the page has none (RFC 9111 §4.3.2); an invalid
+    /// `If-Modified-Since` is ignored (RFC 9110 §13.1.3).
     pub fn is_not_modified_for(&self, request: &HeaderMap) -> bool {
         let tag = |v: &str| v.trim().trim_start_matches("W/").to_string();
         if let Some(inm) = request.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) {
             let Some(ours) = self.headers.get(header::ETAG).and_then(|v| v.to_str().ok()) else { return false };
             return inm.split(',').any(|t| t.trim() == "*" || tag(t) == tag(ours));
         }
-        match (request.get(header::IF_MODIFIED_SINCE), self.headers.get(header::LAST_MODIFIED)) {
-            (Some(ims), Some(lm)) => ims == lm,
-            _ => false,
+        let since = request.get(header::IF_MODIFIED_SINCE).and_then(fields::seconds_since_epoch);
+        let modified = self.headers.get(header::LAST_MODIFIED).or_else(|| self.headers.get(header::DATE)).and_then(fields::seconds_since_epoch);
+        matches!((since, modified), (Some(since), Some(modified)) if modified <= since)
+    }
+}
+
+/// Fields of a 304 that do not replace the kept page's. RFC 9111 §3.2 excepts the fields a
+/// cache does not store (§3.1: hop-by-hop and proxy-authentication fields), Content-Length,
+/// and the fields the stored response depends on. A kept page is pith's rewrite, so its type,
+/// coding, ranges, digests and `x-pith` summary describe pith's bytes, not the origin's: a 304
+/// says nothing about them. `Age` and `X-Cache` are pith's to set when it serves; `Vary` made
+/// the entry's key; `Set-Cookie` would hand one client's cookie to every other; `ETag` is
+/// refreshed apart, weakened (see [`weaken`]).
+const KEPT_ON_REFRESH: [&str; 24] = [
+    "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
+    "proxy-authenticate", "proxy-authentication-info", "proxy-authorization", "content-length",
+    "content-encoding", "content-type", "content-range", "accept-ranges", "content-md5", "digest",
+    "age", "x-cache", "vary", "set-cookie", "x-pith", "x-pith-fallback", "etag",
+];
+
+/// Replaces the kept page's fields with those of the origin's 304 (RFC 9111 §3.2), but for
+/// [`KEPT_ON_REFRESH`] and the fields the 304's own `Connection` names.
+fn refresh_headers(kept: &mut HeaderMap, not_modified: &HeaderMap) {
+    let connection: Vec<String> = not_modified
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|n| n.trim().to_ascii_lowercase())
+        .collect();
+    for name in not_modified.keys() {
+        if KEPT_ON_REFRESH.contains(&name.as_str()) || connection.iter().any(|c| c == name.as_str()) {
+            continue;
+        }
+        kept.remove(name);
+        for value in not_modified.get_all(name) {
+            kept.append(name.clone(), value.clone());
         }
     }
 }
@@ -325,7 +390,8 @@ pub fn admit(ask: &Ask, origin: (StatusCode, &HeaderMap), served: HeaderMap, bod
     if ask.headers.contains_key(header::COOKIE) && !has_directive(headers, "public") {
         return Err(Refusal::Credentials);
     }
-    let policy = CachePolicy::new_options(ask, &Head { status, headers }, now, CacheOptions::default());
+    let read = fields::for_policy(headers);
+    let policy = CachePolicy::new_options(ask, &Head { status, headers: &read }, now, CacheOptions::default());
     if !policy.is_storable() {
         return Err(Refusal::Policy);
     }
@@ -339,7 +405,7 @@ pub fn admit(ask: &Ask, origin: (StatusCode, &HeaderMap), served: HeaderMap, bod
     }
     let weight = u32::try_from(bytes).unwrap_or(u32::MAX);
     let clock = Clock::of(&policy, now);
-    Ok(Entry { status, headers: served, body, policy, validators, vary: vary.into(), weight, clock })
+    Ok(Entry { status, headers: served, body, policy, validators, vary: vary.into(), weight, made: Instant::now(), clock })
 }
 
 /// The entry's footprint: the body, the served headers, and the copies of the request and
@@ -430,6 +496,8 @@ pub struct Cache {
     entries: moka::future::Cache<Key, Arc<Entry>>,
     variants: moka::sync::Cache<BaseKey, Arc<[HeaderName]>>,
     passes: moka::sync::Cache<BaseKey, ()>,
+    /// When an unsafe request last succeeded, per URL: entries made before then are invalid.
+    invalidated: moka::sync::Cache<String, Instant>,
     settings: BTreeMap<String, u64>,
     max_bytes: u64,
     max_entry_bytes: u64,
@@ -456,8 +524,14 @@ impl Cache {
             .weigher(|key: &BaseKey, names: &Arc<[HeaderName]>| u32::try_from(key.url.len() + 64 * (names.len() + 1)).unwrap_or(u32::MAX))
             .build();
         let passes = moka::sync::Cache::builder().max_capacity(16 * 1024).time_to_live(PASS_FOR).build();
+        // Bounded like the Vary names: under a flood of POSTs to distinct URLs the oldest marks
+        // go first, and a page kept from before such a mark is then served until it is stale.
+        let invalidated = moka::sync::Cache::builder()
+            .max_capacity((config.max_bytes / 16).max(64 * 1024))
+            .weigher(|url: &String, _at: &Instant| u32::try_from(url.len() + 64).unwrap_or(u32::MAX))
+            .build();
         let settings = profiles.iter().map(|(name, p)| (name.clone(), settings_hash(p))).collect();
-        Cache { entries, variants, passes, settings, max_bytes: config.max_bytes, max_entry_bytes: config.max_entry_bytes, counters }
+        Cache { entries, variants, passes, invalidated, settings, max_bytes: config.max_bytes, max_entry_bytes: config.max_entry_bytes, counters }
     }
 
     /// The largest entry kept (`cache.max_entry_bytes`).
@@ -510,6 +584,20 @@ impl Cache {
     pub async fn insert(&self, key: Key, entry: Arc<Entry>) {
         self.note_stored(&key, &entry);
         self.entries.insert(key, entry).await;
+    }
+
+    /// Marks every kept page of `url` invalid, whatever its profile, encoding or variant,
+    /// because an unsafe request to it succeeded (RFC 9111 §4.4). An invalid page is not
+    /// served again before the origin confirms it with a 304 ([`Cache::is_invalid`]): §4.4
+    /// allows marking instead of removing, and a mark is one insert where finding every key of
+    /// a URL would take a scan of the store.
+    pub fn invalidate_uri(&self, url: &str) {
+        self.invalidated.insert(url.to_string(), Instant::now());
+    }
+
+    /// True when an unsafe request to the entry's URL succeeded after the entry was made.
+    pub fn is_invalid(&self, key: &Key, entry: &Entry) -> bool {
+        self.invalidated.get(key.base.url.as_str()).is_some_and(|at| entry.made <= at)
     }
 
     /// Remembers for a while that the response for `key`'s URL was not kept (not a page, or not
@@ -688,6 +776,32 @@ mod tests {
         assert!(matches!(other, Err(RefreshError::ValidatorMismatch { .. })));
     }
 
+    /// RFC 9111 §3.2: every field of the 304 replaces the kept one, but the fields the kept
+    /// (rewritten) body depends on, hop-by-hop fields and those its Connection names.
+    #[test]
+    fn rfc9111_3_2_a_304_replaces_all_but_the_excepted_fields() {
+        let now = SystemTime::now();
+        let origin = headers(&[("cache-control", "no-cache"), ("etag", "\"v1\""), ("x-note", "old"), ("link", "<a>"), ("link", "<b>")]);
+        let served = headers(&[("content-type", "text/html; charset=utf-8"), ("content-length", "4"), ("etag", "W/\"v1\""), ("x-note", "old"), ("link", "<a>"), ("link", "<b>"), ("vary", "Accept-Encoding"), ("x-pith", "profile=declutter")]);
+        let entry = admit(&ask(&[]), (StatusCode::OK, &origin), served, Bytes::from_static(b"body"), 1 << 20, now).unwrap();
+        let not_modified = headers(&[
+            ("etag", "\"v1\""), ("x-note", "new"), ("link", "<c>"), ("content-type", "text/plain"), ("content-length", "0"),
+            ("vary", "Cookie"), ("x-pith", "forged"), ("set-cookie", "id=1"), ("connection", "x-hop"), ("x-hop", "1"), ("age", "5"),
+        ]);
+        let fresh = entry.refreshed(&ask(&[]), &not_modified, now).unwrap();
+        let all = |name: &str| fresh.headers.get_all(name).iter().map(|v| v.to_str().unwrap().to_string()).collect::<Vec<_>>();
+        assert_eq!(all("x-note"), ["new"]);
+        assert_eq!(all("link"), ["<c>"], "a field's every stored line is replaced");
+        assert_eq!(all("content-type"), ["text/html; charset=utf-8"]);
+        assert_eq!(all("content-length"), ["4"]);
+        assert_eq!(all("vary"), ["Accept-Encoding"]);
+        assert_eq!(all("x-pith"), ["profile=declutter"]);
+        assert_eq!(all("etag"), ["W/\"v1\""]);
+        for never in ["set-cookie", "connection", "x-hop", "age"] {
+            assert!(all(never).is_empty(), "{never} must not be stored: {:?}", fresh.headers);
+        }
+    }
+
     #[test]
     fn client_validators_are_compared_weakly() {
         let origin = headers(&[("cache-control", "max-age=60")]);
@@ -697,6 +811,10 @@ mod tests {
         assert!(entry.is_not_modified_for(&headers(&[("if-none-match", "*")])));
         assert!(!entry.is_not_modified_for(&headers(&[("if-none-match", "\"v2\"")])));
         assert!(entry.is_not_modified_for(&headers(&[("if-modified-since", "Thu, 01 Jan 2026 00:00:00 GMT")])));
+        // RFC 9110 §13.1.3: compared as dates; an invalid date is ignored.
+        assert!(entry.is_not_modified_for(&headers(&[("if-modified-since", "Friday, 02-Jan-26 00:00:00 GMT")])), "later, in RFC 850 form");
+        assert!(!entry.is_not_modified_for(&headers(&[("if-modified-since", "Wed, 31 Dec 2025 23:59:59 GMT")])), "earlier");
+        assert!(!entry.is_not_modified_for(&headers(&[("if-modified-since", "Thu, 01  Jan 2026 00:00:00 GMT")])), "invalid");
         assert!(!entry.is_not_modified_for(&headers(&[])));
     }
 

@@ -13,8 +13,12 @@
 //! looks up once more (the origin's `Vary` is known by then) and otherwise forwards its own
 //! request, so nothing meant for one client reaches another.
 //!
+//! A 304 that names another representation than the kept one (a different strong ETag)
+//! refreshes nothing: the page is asked for again, whole.
+//!
 //! Everything else (the `pass` profile, other methods, ranges, the cache switched off)
-//! goes straight to the origin as before.
+//! goes straight to the origin as before; an unsafe method (POST, PUT, DELETE, …) that
+//! succeeds then invalidates what is kept for its URL, in every profile (RFC 9111 §4.4).
 
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
@@ -46,9 +50,17 @@ pub struct Target<'a> {
 /// Serves a request that is not for pith itself: from the cache when it can, else from the
 /// origin.
 pub async fn serve(state: &State, target: Target<'_>, req: Request<Incoming>) -> Result<Served, ProxyError> {
-    let Some(cache) = state.cache.as_ref().filter(|_| !target.profile.is_pass() && cache::is_candidate(req.method(), req.headers())) else {
+    let Some(cache) = state.cache.as_ref() else {
         return forward_and_respond(state, &target, req).await;
     };
+    if !req.method().is_safe() {
+        let served = forward_and_respond(state, &target, req).await?;
+        invalidate(cache, &target.uri, &served.response);
+        return Ok(served);
+    }
+    if target.profile.is_pass() || !cache::is_candidate(req.method(), req.headers()) {
+        return forward_and_respond(state, &target, req).await;
+    }
     let ask = ask(&req, &target.uri);
     let coding = codec::choose_encoding(req.headers().get(header::ACCEPT_ENCODING).and_then(|v| v.to_str().ok()));
     let mut req = req;
@@ -70,11 +82,40 @@ enum Looked {
     Again(Request<Incoming>),
 }
 
+/// An unsafe request (POST, PUT, DELETE, …) that succeeded (2xx, 3xx) invalidates what is
+/// kept for its URL, and for the URLs its `Location` and `Content-Location` name on the same
+/// host: the request may have changed them (RFC 9111 §4.4). Another host's URL is left
+/// alone, so that one site cannot flush another's pages.
+fn invalidate(cache: &Cache, uri: &Uri, response: &Response<bodies::ProxyBody>) {
+    let status = response.status();
+    if !(status.is_success() || status.is_redirection()) {
+        return;
+    }
+    cache.invalidate_uri(&uri.to_string());
+    for name in [header::LOCATION, header::CONTENT_LOCATION] {
+        let Some(named) = response.headers().get(&name).and_then(|v| v.to_str().ok()) else { continue };
+        if let Some(same_host) = same_host_url(uri, named) {
+            cache.invalidate_uri(&same_host);
+        }
+    }
+}
+
+/// `reference` resolved against `base`, as a cache key spells URLs, when it is on the same
+/// host; `None` otherwise or when it is not a valid URL.
+fn same_host_url(base: &Uri, reference: &str) -> Option<String> {
+    let base = url::Url::parse(&base.to_string()).ok()?;
+    let resolved = base.join(reference).ok()?;
+    let same = resolved.host_str().is_some_and(|h| base.host_str().is_some_and(|b| h.eq_ignore_ascii_case(b)));
+    let uri: Uri = resolved.as_str().parse().ok()?;
+    same.then(|| uri.to_string())
+}
+
 /// One look at the cache under `key`: a fresh entry, or a (re)validating fill.
 async fn lookup(state: &State, cache: &Cache, target: &Target<'_>, ask: &Ask, key: Key, req: Request<Incoming>) -> Result<Looked, ProxyError> {
     let mut stale = None;
     if let Some(entry) = cache.get(&key).await {
-        match entry.freshness(ask, SystemTime::now()) {
+        let freshness = if cache.is_invalid(&key, &entry) { entry.stale() } else { entry.freshness(ask, SystemTime::now()) };
+        match freshness {
             Freshness::Fresh { .. } => {
                 cache.count_hit();
                 return Ok(Looked::Served(from_entry(&entry, "HIT", "hit", 0, req.headers())));
@@ -160,19 +201,29 @@ impl Fill<'_> {
             return Err(Unstored::new(Err(ProxyError::Internal { what: "a cache fill ran without its request".to_string() })));
         };
         let mut req = *req;
+        // The request as the client sent it, to ask again for the whole page should the
+        // revalidation's 304 be about another representation (a GET has no body to keep).
+        let mut unconditional = None;
         if let Some((_, conditions)) = &self.stale {
+            if http_body::Body::is_end_stream(req.body()) {
+                unconditional = Some(head_of(&req));
+            }
             for (name, value) in conditions {
                 req.headers_mut().insert(name.clone(), value.clone());
             }
         }
         let accept_encoding = req.headers().get(header::ACCEPT_ENCODING).cloned();
-        let resp = match send(self.state, self.target, req).await {
+        let mut resp = match send(self.state, self.target, req).await {
             Ok(resp) => resp,
             Err(e) => return Err(Unstored::new(Err(e))),
         };
         if resp.status() == StatusCode::NOT_MODIFIED {
             if let Some((entry, _)) = &self.stale {
-                return self.refresh(entry, resp.headers());
+                let refused = match entry.refreshed(self.ask, resp.headers(), SystemTime::now()) {
+                    Ok(entry) => return Ok(self.refreshed(entry)),
+                    Err(refused) => refused,
+                };
+                resp = self.fetch_whole(unconditional, refused).await?;
             }
         }
         self.cache.count_miss();
@@ -199,16 +250,28 @@ impl Fill<'_> {
     }
 
     /// A 304 to the revalidation: the kept page again, with refreshed freshness.
-    fn refresh(&self, entry: &Entry, not_modified: &HeaderMap) -> Result<Arc<Entry>, Unstored> {
-        match entry.refreshed(self.ask, not_modified, SystemTime::now()) {
-            Ok(entry) => {
-                self.cache.count_revalidation();
-                self.set_ran(true, 0);
-                self.cache.note_stored(&self.key, &entry);
-                Ok(Arc::new(entry))
-            }
-            Err(e) => Err(Unstored::new(Err(ProxyError::Upstream { host: self.target.host.to_string(), source: Box::new(e) }))),
-        }
+    fn refreshed(&self, entry: Entry) -> Arc<Entry> {
+        self.cache.count_revalidation();
+        self.set_ran(true, 0);
+        self.cache.note_stored(&self.key, &entry);
+        Arc::new(entry)
+    }
+
+    /// The page asked for again without conditions, because the origin's 304 named another
+    /// representation than the kept one: the kept page must not be used, and the origin's
+    /// current one is fetched instead (RFC 9111 §4.3.4). A request with a body cannot be sent
+    /// twice; it gets the refusal as an upstream error.
+    async fn fetch_whole(&self, unconditional: Option<Request<()>>, refused: cache::RefreshError) -> Result<Response<Incoming>, Unstored> {
+        tracing::debug!(url = %self.target.uri, error = %refused, "revalidation answered for another representation; fetching the page whole");
+        let Some(req) = unconditional else {
+            return Err(Unstored::new(Err(ProxyError::Upstream { host: self.target.host.to_string(), source: Box::new(refused) })));
+        };
+        let via = self.state.config.upstream.send_via.then_some(&self.state.via);
+        let sent = match forward::prepare(req, self.target.uri.clone(), via) {
+            Ok(req) => forward::send_bodiless(&self.state.client, req, self.target.host, &self.state.config.upstream).await,
+            Err(e) => Err(e),
+        };
+        sent.map_err(|e| Unstored::new(Err(e)))
     }
 
     /// Keeps a rewritten page when HTTP allows it. A page that varies on other request
@@ -234,6 +297,17 @@ impl Fill<'_> {
     }
 }
 
+/// A copy of a request's head, with no body.
+fn head_of(req: &Request<Incoming>) -> Request<()> {
+    let mut head = Request::new(());
+    *head.method_mut() = req.method().clone();
+    *head.uri_mut() = req.uri().clone();
+    *head.version_mut() = req.version();
+    *head.headers_mut() = req.headers().clone();
+    *head.extensions_mut() = req.extensions().clone();
+    head
+}
+
 /// The request as the cache sees it: the client's headers as they will be forwarded.
 fn ask(req: &Request<Incoming>, uri: &Uri) -> Ask {
     let mut headers = req.headers().clone();
@@ -241,7 +315,7 @@ fn ask(req: &Request<Incoming>, uri: &Uri) -> Ask {
     if let Some(host) = uri.authority().and_then(|a| HeaderValue::from_str(a.as_str()).ok()) {
         headers.insert(header::HOST, host);
     }
-    Ask { method: req.method().clone(), uri: uri.clone(), headers }
+    Ask::new(req.method().clone(), uri.clone(), headers)
 }
 
 /// Prepares and sends a request upstream.
@@ -288,4 +362,28 @@ fn from_entry(entry: &Entry, x_cache: &'static str, action: &'static str, origin
 fn with_x_cache(mut served: Served, x_cache: &'static str) -> Served {
     served.response.headers_mut().insert("x-cache", HeaderValue::from_static(x_cache));
     served
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    macro_rules! same_host {
+        ($name:ident, $reference:expr, $expect:expr) => {
+            #[test]
+            fn $name() {
+                let base: Uri = "http://example.com:8080/dir/form?x=1".parse().unwrap();
+                assert_eq!(same_host_url(&base, $reference).as_deref(), $expect);
+            }
+        };
+    }
+
+    // RFC 9111 §4.4: Location and Content-Location, resolved against the target, on its host.
+    same_host!(absolute_path, "/moved", Some("http://example.com:8080/moved"));
+    same_host!(relative_path, "page", Some("http://example.com:8080/dir/page"));
+    same_host!(absolute_same_host, "http://EXAMPLE.com:8080/a", Some("http://example.com:8080/a"));
+    same_host!(other_port_same_host, "http://example.com/a", Some("http://example.com/a"));
+    same_host!(other_host, "http://other.example/a", None);
+    same_host!(network_path_other_host, "//other.example/a", None);
+    same_host!(not_a_url, "http://[::1", None);
 }

@@ -173,7 +173,22 @@ pub fn prepare<B>(mut req: Request<B>, uri: Uri, via: Option<&HeaderValue>) -> R
 pub async fn send(client: &UpstreamClient, req: Request<Incoming>, host: &str, cfg: &UpstreamConfig) -> Result<Response<Incoming>, ProxyError> {
     check_address(req.uri(), cfg)?;
     let timeout = cfg.response_timeout;
-    match tokio::time::timeout(timeout, pooled::send_again_if_stale(client, req, host)).await {
+    sent(host, timeout, tokio::time::timeout(timeout, pooled::send_again_if_stale(client, req, host)).await)
+}
+
+/// Sends a request head without a body, as [`send`] does (deny rules, timeout, errors): a
+/// request pith makes again itself, such as a cache fill whose revalidation came back with
+/// another representation's validator.
+pub async fn send_bodiless(client: &UpstreamClient, req: Request<()>, host: &str, cfg: &UpstreamConfig) -> Result<Response<Incoming>, ProxyError> {
+    check_address(req.uri(), cfg)?;
+    let timeout = cfg.response_timeout;
+    let req = req.map(|()| Either::Right(Empty::new()));
+    sent(host, timeout, tokio::time::timeout(timeout, client.request(req)).await)
+}
+
+/// What a send's outcome means for the client.
+fn sent(host: &str, timeout: std::time::Duration, outcome: Result<Result<Response<Incoming>, hyper_util::client::legacy::Error>, tokio::time::error::Elapsed>) -> Result<Response<Incoming>, ProxyError> {
+    match outcome {
         Err(_) => Err(ProxyError::Timeout { host: host.to_string(), what: "send response headers", after: timeout }),
         Ok(Err(e)) if e.is_connect() => Err(connect_error(host, e)),
         Ok(Err(e)) if is_client_body_error(&e) => Err(ProxyError::ClientBody { source: Box::new(e) }),

@@ -1,0 +1,249 @@
+//! The cache held to RFC 9111 where the public cache test suite found it wanting: one test per
+//! clause, each against a real loopback origin that counts what it receives.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use http::{Method, StatusCode};
+
+use crate::common::origin::{Body, Received};
+use crate::common::{reply, Origin, Pith, CLUTTERED};
+
+/// One response as the client saw it.
+struct Got {
+    status: u16,
+    headers: reqwest::header::HeaderMap,
+    body: String,
+}
+
+impl Got {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).map(|v| v.to_str().expect("ASCII header"))
+    }
+
+    fn x_cache(&self) -> Option<&str> {
+        self.header("x-cache")
+    }
+}
+
+async fn send(client: &reqwest::Client, method: Method, url: &str, headers: &[(&str, &str)]) -> Got {
+    let mut req = client.request(method, url);
+    for (name, value) in headers {
+        req = req.header(*name, *value);
+    }
+    let resp = req.send().await.expect("the proxy answers");
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let body = resp.text().await.expect("a whole body");
+    Got { status, headers, body }
+}
+
+async fn get(client: &reqwest::Client, url: &str) -> Got {
+    send(client, Method::GET, url, &[]).await
+}
+
+fn with_status(mut resp: http::Response<Body>, status: StatusCode) -> http::Response<Body> {
+    *resp.status_mut() = status;
+    resp
+}
+
+/// A page fresh for ten minutes, without validators: once kept, only a HIT or a whole new
+/// fetch (MISS) can follow.
+fn fresh_page(_: &Received) -> http::Response<Body> {
+    reply(&[("content-type", "text/html"), ("cache-control", "max-age=600")], CLUTTERED)
+}
+
+/// RFC 9111 §4.4: a POST, PUT or DELETE answered 2xx or 3xx invalidates what is kept for its
+/// target URI; an error answer does not.
+#[tokio::test]
+async fn rfc9111_4_4_unsafe_methods_invalidate_the_target_uri() {
+    let origin = Origin::new()
+        .route("/page", |r: &Received| match r.method {
+            Method::GET => fresh_page(r),
+            Method::PUT => with_status(reply(&[], ""), StatusCode::INTERNAL_SERVER_ERROR),
+            _ => with_status(reply(&[], ""), StatusCode::NO_CONTENT),
+        })
+        .run()
+        .await;
+    let pith = Pith::start("").await;
+    let client = pith.client();
+    let url = origin.url("/page");
+    assert_eq!(get(&client, &url).await.x_cache(), Some("MISS"));
+    assert_eq!(get(&client, &url).await.x_cache(), Some("HIT"));
+    for (method, status) in [(Method::POST, 204), (Method::DELETE, 204)] {
+        assert_eq!(send(&client, method.clone(), &url, &[]).await.status, status);
+        let after = get(&client, &url).await;
+        assert_eq!((after.status, after.x_cache()), (200, Some("MISS")), "after a {method} that succeeded, the kept page is not served");
+        assert_eq!(get(&client, &url).await.x_cache(), Some("HIT"), "the page fetched again is kept again");
+    }
+    assert_eq!(send(&client, Method::PUT, &url, &[]).await.status, 500);
+    assert_eq!(get(&client, &url).await.x_cache(), Some("HIT"), "a failed PUT changed nothing");
+    let gets = origin.received().iter().filter(|r| r.method == Method::GET).count();
+    assert_eq!(gets, 3, "one fetch at first, one after each successful unsafe request");
+}
+
+/// RFC 9111 §4.4: the URIs in `Location` and `Content-Location` are invalidated too, when
+/// they are on the target's host; another host's are not, even one that reaches the same
+/// server (`localhost` for `127.0.0.1`).
+#[tokio::test]
+async fn rfc9111_4_4_location_and_content_location_on_the_same_host_are_invalidated() {
+    let elsewhere = Arc::new(std::sync::OnceLock::<String>::new());
+    let named = elsewhere.clone();
+    let origin = Origin::new()
+        .route("/form", move |_: &Received| {
+            let other_host = named.get().map(String::as_str).unwrap_or("http://localhost/elsewhere");
+            with_status(reply(&[("location", "/moved"), ("content-location", other_host)], ""), StatusCode::SEE_OTHER)
+        })
+        .route("/put", |_: &Received| with_status(reply(&[("content-location", "described")], ""), StatusCode::CREATED))
+        .route("/moved", fresh_page)
+        .route("/described", fresh_page)
+        .route("/elsewhere", fresh_page)
+        .run()
+        .await;
+    let other_host = origin.url("/elsewhere").replace("127.0.0.1", "localhost");
+    elsewhere.set(other_host.clone()).expect("set once");
+    let pith = Pith::start("").await;
+    let client = pith.client_builder().redirect(reqwest::redirect::Policy::none()).build().expect("a client");
+    let urls = [origin.url("/moved"), origin.url("/described"), other_host.clone()];
+    for url in &urls {
+        assert_eq!(get(&client, url).await.x_cache(), Some("MISS"), "{url}");
+        assert_eq!(get(&client, url).await.x_cache(), Some("HIT"), "{url}");
+    }
+    assert_eq!(send(&client, Method::POST, &origin.url("/form"), &[]).await.status, 303);
+    assert_eq!(send(&client, Method::PUT, &origin.url("/put"), &[]).await.status, 201);
+    assert_eq!(get(&client, &urls[0]).await.x_cache(), Some("MISS"), "Location, relative to the target");
+    assert_eq!(get(&client, &urls[1]).await.x_cache(), Some("MISS"), "Content-Location, a relative path");
+    assert_eq!(get(&client, &other_host).await.x_cache(), Some("HIT"), "another host's URI stays");
+}
+
+/// RFC 9111 §3.2 and §4.3.4: a 304 replaces every stored header field it carries, not only the
+/// freshness ones, except those the kept (rewritten) body depends on.
+#[tokio::test]
+async fn rfc9111_3_2_a_304_updates_every_stored_header() {
+    let origin = Origin::new()
+        .route("/page", |r: &Received| {
+            if r.header("if-none-match").is_some() {
+                let head = [
+                    ("etag", "\"v1\""),
+                    ("cache-control", "max-age=600"),
+                    ("x-note", "new"),
+                    ("link", "</new.css>; rel=preload"),
+                    ("content-type", "text/plain"),
+                ];
+                return with_status(reply(&head, ""), StatusCode::NOT_MODIFIED);
+            }
+            reply(&[("content-type", "text/html"), ("cache-control", "no-cache"), ("etag", "\"v1\""), ("x-note", "old"), ("link", "</old.css>; rel=preload")], CLUTTERED)
+        })
+        .run()
+        .await;
+    let pith = Pith::start("").await;
+    let client = pith.client();
+    let url = origin.url("/page");
+    let first = get(&client, &url).await;
+    assert_eq!((first.x_cache(), first.header("x-note")), (Some("MISS"), Some("old")));
+    let revalidated = get(&client, &url).await;
+    assert_eq!(revalidated.x_cache(), Some("REVALIDATED"));
+    for got in [&revalidated, &get(&client, &url).await] {
+        assert_eq!(got.header("x-note"), Some("new"), "{:?}", got.headers);
+        assert_eq!(got.header("link"), Some("</new.css>; rel=preload"));
+        assert_eq!(got.header("cache-control"), Some("max-age=600"));
+        assert!(got.header("content-type").is_some_and(|t| t.starts_with("text/html")), "the rewritten page's own type stays: {:?}", got.header("content-type"));
+        assert_eq!(got.header("etag"), Some("W/\"v1\""), "the served ETag stays weak");
+        assert_eq!(got.header("content-length"), Some(first.body.len().to_string().as_str()));
+        assert_eq!(got.body, first.body);
+    }
+    assert_eq!(origin.count("/page"), 2, "the 304's max-age=600 made the page fresh");
+}
+
+/// RFC 9111 §4.3.4: a 304 whose strong ETag is not the kept page's cannot refresh it; the
+/// client gets the origin's current page, fetched whole, never an error.
+#[tokio::test]
+async fn rfc9111_4_3_4_a_304_for_another_representation_fetches_the_page() {
+    let origin = Origin::new()
+        .route("/page", |r: &Received| {
+            if r.header("if-none-match").is_some() {
+                return with_status(reply(&[("etag", "\"v2\""), ("cache-control", "max-age=600")], ""), StatusCode::NOT_MODIFIED);
+            }
+            let n = r.header("x-round").unwrap_or_default();
+            let body = format!("<html><body><p>Version {n} of the page, with enough words to be a page.</p></body></html>");
+            reply(&[("content-type", "text/html"), ("cache-control", "no-cache"), ("etag", "\"v1\"")], body)
+        })
+        .run()
+        .await;
+    let pith = Pith::start("").await;
+    let client = pith.client();
+    let url = origin.url("/page");
+    let first = send(&client, Method::GET, &url, &[("x-round", "one")]).await;
+    assert_eq!((first.status, first.x_cache()), (200, Some("MISS")));
+    let second = send(&client, Method::GET, &url, &[("x-round", "two")]).await;
+    assert_eq!((second.status, second.x_cache()), (200, Some("MISS")), "{}", second.body);
+    assert!(second.body.contains("Version two"), "the page fetched again, not the kept one: {}", second.body);
+    let received = origin.received();
+    assert_eq!(received.len(), 3, "the first fetch, the revalidation, the whole page");
+    assert_eq!(received[1].header("if-none-match").as_deref(), Some("\"v1\""));
+    assert_eq!(received[2].header("if-none-match"), None, "asked again without conditions");
+}
+
+/// RFC 9111 §5.1: a list-valued Age counts by its first member: `Age: 7200, 0` on a page fresh
+/// for an hour makes it stale at once.
+#[tokio::test]
+async fn rfc9111_5_1_a_list_valued_age_uses_its_first_member() {
+    let origin = Origin::new()
+        .route("/page", |_: &Received| reply(&[("content-type", "text/html"), ("cache-control", "max-age=3600"), ("age", "7200, 0"), ("etag", "\"a\"")], CLUTTERED))
+        .run()
+        .await;
+    let pith = Pith::start("").await;
+    let client = pith.client();
+    let url = origin.url("/page");
+    assert_eq!(get(&client, &url).await.x_cache(), Some("MISS"));
+    assert_ne!(get(&client, &url).await.x_cache(), Some("HIT"), "two hours old, fresh for one: stale");
+    assert_eq!(origin.count("/page"), 2);
+}
+
+/// RFC 9111 §5.3: an Expires that is not a valid HTTP-date (double spaces) means already
+/// expired, however far in the future it reads.
+#[tokio::test]
+async fn rfc9111_5_3_an_invalid_expires_is_already_expired() {
+    let origin = Origin::new()
+        .route("/page", |_: &Received| reply(&[("content-type", "text/html"), ("expires", "Thu, 18  Aug  2050 02:01:18 GMT"), ("etag", "\"a\"")], CLUTTERED))
+        .route("/valid", |_: &Received| reply(&[("content-type", "text/html"), ("expires", "Thu, 18 Aug 2050 02:01:18 GMT")], CLUTTERED))
+        .run()
+        .await;
+    let pith = Pith::start("").await;
+    let client = pith.client();
+    assert_eq!(get(&client, &origin.url("/page")).await.x_cache(), Some("MISS"));
+    assert_ne!(get(&client, &origin.url("/page")).await.x_cache(), Some("HIT"));
+    assert_eq!(origin.count("/page"), 2);
+    assert_eq!(get(&client, &origin.url("/valid")).await.x_cache(), Some("MISS"));
+    assert_eq!(get(&client, &origin.url("/valid")).await.x_cache(), Some("HIT"), "the same date written validly is in the future");
+}
+
+/// RFC 9111 §5.2: directive names are case-insensitive, in responses and in requests.
+#[tokio::test]
+async fn rfc9111_5_2_cache_control_directives_are_case_insensitive() {
+    let full = Arc::new(AtomicUsize::new(0));
+    let counted = full.clone();
+    let origin = Origin::new()
+        .route("/no-cache", move |r: &Received| {
+            if r.header("if-none-match").is_some() {
+                return with_status(reply(&[("etag", "\"a\"")], ""), StatusCode::NOT_MODIFIED);
+            }
+            counted.fetch_add(1, Ordering::SeqCst);
+            reply(&[("content-type", "text/html"), ("cache-control", "No-CaChE, max-age=600"), ("etag", "\"a\"")], CLUTTERED)
+        })
+        .route("/fresh", fresh_page)
+        .run()
+        .await;
+    let pith = Pith::start("").await;
+    let client = pith.client();
+    let url = origin.url("/no-cache");
+    assert_eq!(get(&client, &url).await.x_cache(), Some("MISS"));
+    assert_eq!(get(&client, &url).await.x_cache(), Some("REVALIDATED"), "`No-CaChE` is no-cache: revalidate every time");
+    assert_eq!((origin.count("/no-cache"), full.load(Ordering::SeqCst)), (2, 1));
+    let fresh = origin.url("/fresh");
+    assert_eq!(get(&client, &fresh).await.x_cache(), Some("MISS"));
+    assert_eq!(get(&client, &fresh).await.x_cache(), Some("HIT"));
+    let forced = send(&client, Method::GET, &fresh, &[("cache-control", "NO-CACHE")]).await;
+    assert_eq!(forced.x_cache(), Some("MISS"), "a client's `NO-CACHE` goes to the origin");
+    assert_eq!(origin.count("/fresh"), 2);
+}
