@@ -837,6 +837,14 @@ fn script_end(bytes: &[u8], from: usize) -> Option<usize> {
     }
 }
 
+/// Decodes the character reference at the start of `value` (an `&`) as the tokenizer does
+/// inside an attribute value: up to two characters and the bytes used, 0 when it is not a
+/// reference (the `&` is then text). The one decoder pith has: stage 1 reads URL schemes
+/// through it, so it sees an attribute exactly as the tree and the browser do.
+pub(crate) fn attribute_char_ref(value: &str) -> ([Option<char>; 2], usize) {
+    char_ref(value, value.len(), 0, RefIn::Attribute)
+}
+
 /// Decodes the character reference at `src[at]` (an `&`) that ends before `end` at the
 /// latest: up to two characters and the bytes used, 0 when it is not a reference (the `&` is
 /// then text).

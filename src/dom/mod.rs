@@ -48,6 +48,7 @@ pub mod select;
 mod stats;
 mod words;
 
+pub(crate) use lex::attribute_char_ref;
 pub use markup5ever::LocalName;
 pub use stats::NodeStats;
 pub use words::{words, Words};

@@ -40,7 +40,7 @@ use super::rules::{AttrPattern, Rule, RuleSet};
 use rustc_hash::FxHashMap;
 
 use crate::dom::select::Selector as DomSelector;
-use crate::dom::{BuildFilter, Filtered, LocalName, TagAttr, Tree, Verdict};
+use crate::dom::{attribute_char_ref, BuildFilter, Filtered, LocalName, TagAttr, Tree, Verdict};
 
 /// lol_html's memory limit per page by default. Its buffers hold at most one unfinished tag,
 /// comment or text run plus the open-element stack, so real pages stay far below this; a page
@@ -832,15 +832,14 @@ fn utf8_content_type(content: Option<&str>) -> Option<&'static str> {
     (content.and_then(charset::from_content_type) != Some(UTF_8)).then_some("text/html; charset=utf-8")
 }
 
-/// The scheme of a URL as a browser reads it from an attribute: character references decoded,
-/// leading spaces and control characters skipped, tabs and newlines ignored anywhere, ASCII
+/// The scheme of a URL as a browser reads it from an attribute: character references decoded
+/// (by the tokenizer's own decoder, [`attribute_char_ref`]), leading spaces and control characters skipped, tabs and newlines ignored anywhere, ASCII
 /// case folded. `None` for a relative URL (or anything that is not a scheme followed by `:`).
 fn url_scheme(value: &str) -> Option<Scheme> {
     if !value.contains([':', '&']) {
         return None;
     }
-    let mut rest = value;
-    scheme_of(std::iter::from_fn(|| next_decoded(&mut rest)))
+    scheme_of(decoded_chars(value))
 }
 
 /// [`url_scheme`] of a value whose character references are already decoded (a tree's).
@@ -898,58 +897,29 @@ fn scheme_of(chars: impl Iterator<Item = char>) -> Option<Scheme> {
     None
 }
 
-/// The next character of an attribute value, with a character reference decoded.
-fn next_decoded(rest: &mut &str) -> Option<char> {
-    let c = rest.chars().next()?;
-    let (decoded, len) = match c {
-        '&' => char_reference(rest).unwrap_or(('&', 1)),
-        c => (c, c.len_utf8()),
-    };
-    *rest = rest.get(len..).unwrap_or("");
-    Some(decoded)
-}
-
-/// A character reference at the start of `s` (which starts with `&`): numeric ones, and the
-/// named ones that can spell a scheme or hide its colon. Returns the character and the length.
-fn char_reference(s: &str) -> Option<(char, usize)> {
-    const NAMED: [(&str, char); 5] = [
-        ("&colon;", ':'),
-        ("&Tab;", '\t'),
-        ("&NewLine;", '\n'),
-        ("&plus;", '+'),
-        ("&period;", '.'),
-    ];
-    let bytes = s.as_bytes();
-    if bytes.get(1) != Some(&b'#') {
-        return NAMED
-            .iter()
-            .find(|(name, _)| s.starts_with(name))
-            .map(|&(name, c)| (c, name.len()));
-    }
-    let (radix, start) = if matches!(bytes.get(2), Some(b'x' | b'X')) {
-        (16, 3)
-    } else {
-        (10, 2)
-    };
-    let digits = bytes
-        .get(start..)?
-        .iter()
-        .take_while(|b| char::from(**b).is_digit(radix))
-        .count();
-    if digits == 0 {
-        return None;
-    }
-    let value = bytes[start..start + digits]
-        .iter()
-        .filter_map(|b| char::from(*b).to_digit(radix))
-        .fold(0u32, |acc, d| acc.saturating_mul(radix).saturating_add(d));
-    let len = start + digits + usize::from(bytes.get(start + digits) == Some(&b';'));
-    Some((
-        char::from_u32(value)
-            .filter(|&c| c != '\0')
-            .unwrap_or('\u{FFFD}'),
-        len,
-    ))
+/// The characters of a raw attribute value, its character references decoded as the tokenizer
+/// decodes them in an attribute ([`attribute_char_ref`]); read lazily, since a scheme is read
+/// from the first few characters alone.
+fn decoded_chars(value: &str) -> impl Iterator<Item = char> + '_ {
+    let (mut rest, mut second) = (value, None);
+    std::iter::from_fn(move || {
+        if let Some(c) = second.take() {
+            return Some(c);
+        }
+        let c = rest.chars().next()?;
+        let (decoded, len) = match c {
+            '&' => match attribute_char_ref(rest) {
+                ([Some(first), next], len) if len > 0 => {
+                    second = next;
+                    (first, len)
+                }
+                _ => ('&', 1),
+            },
+            c => (c, c.len_utf8()),
+        };
+        rest = rest.get(len..).unwrap_or("");
+        Some(decoded)
+    })
 }
 
 #[cfg(test)]
@@ -1321,6 +1291,11 @@ mod tests {
             ("1http:x", None),
             ("no-colon-at-all", None),
             ("&unknown;javascript:x", None),
+            ("java&Tab;script&colon;x", Some("javascript")),
+            // A reference may stand for two characters; both are read.
+            ("&fjlig;ord:x", Some("fjord")),
+            // In an attribute, a legacy name followed by a letter stays as written.
+            ("&ampjavascript:x", None),
         ];
         let listed = ["javascript".to_string(), "vbscript".to_string()];
         for (value, expected) in cases {
