@@ -11,7 +11,7 @@
 //! removers and extractors ([`extract`], stage 2), rendered ([`render`]) and re-encoded for the
 //! client. Stage 1 streams through lol_html for a profile that serves its output; a profile that
 //! builds a tree anyway has the same rules applied as the tree is built
-//! ([`html::stage1::TreeRules`]), which saves a whole pass over the page.
+//! ([`html::rules::TreeRules`]), which saves a whole pass over the page.
 //!
 //! # Layout
 //!
