@@ -11,13 +11,14 @@
 //! removers and extractors ([`extract`], stage 2), rendered ([`render`]) and re-encoded for the
 //! client. Stage 1 streams through lol_html for a profile that serves its output; a profile that
 //! builds a tree anyway has the same rules applied as the tree is built
-//! ([`html::stage1::TreeRules`]), which saves a whole pass over the page.
+//! ([`html::rules::TreeRules`]), which saves a whole pass over the page.
 //!
 //! # Layout
 //!
 //! | module | owns |
 //! |---|---|
 //! | [`addr`] | IP address classes: public or special-purpose (IANA registries), for the deny rules and the open-proxy check |
+//! | [`host`] | host names: one normal form and one suffix match for every host list (interception policy, site rules) |
 //! | [`cache`] | rewritten pages kept in memory (moka, bounded in bytes), fresh by RFC 9111 |
 //! | [`config`] | `proxy.toml`: raw serde mirror → validated [`config::Config`]; errors name file:line and key |
 //! | [`tls`] | HTTPS interception: the local CA, per-host leaf certificates (moka), host policy lists |
@@ -42,6 +43,7 @@ pub mod cache;
 pub mod config;
 pub mod dom;
 pub mod extract;
+pub mod host;
 pub mod html;
 pub mod net;
 pub mod pipeline;

@@ -38,7 +38,7 @@ use crate::extract::{
 use crate::html::ads::AdFilter;
 use crate::html::charset::{self, CharsetSource};
 use crate::html::rules::RuleSet;
-use crate::html::stage1::{self, RewriteError, Stage1Stats, TreeRules};
+use crate::html::{rules::TreeRules, stage1::{self, RewriteError, Stage1Stats}};
 
 /// The form a profile serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

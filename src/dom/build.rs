@@ -1,7 +1,9 @@
-//! Building a [`Tree`]: [`parse_filtered`] tries pith's own tree builder ([`super::direct`])
-//! first; for a page it bails on, html5ever's tree builder, fed by pith's tokenizer, drives a
-//! [`TreeSink`] over a linked build arena, which is then flattened into the tree's pre-order
-//! arrays.
+//! Building a [`Tree`] with html5ever's tree builder, for the pages pith's own builder
+//! (`super::direct`) bails on (`super::parse` decides which runs): fed by pith's tokenizer, it
+//! drives a [`TreeSink`] over a linked build arena, which is then flattened into the tree's
+//! pre-order arrays. The layout helpers both builders share (`push_str`, `push_attrs`,
+//! `compute_ends`, `doctype_text`) live here, and the direct builder uses them; this module
+//! never uses the direct builder.
 //!
 //! The tree builder moves nodes after creating them (adoption agency, foster parenting,
 //! `reparent_children`), so the build arena keeps doubly linked siblings that make those moves
@@ -39,32 +41,9 @@ use super::{Attr, BuildFilter, Element, Filtered, Node, NodeKind, Ns, Span, TagA
 #[cfg(test)]
 const CHUNK: usize = 4096;
 
-/// Parses `html` into a tree whose flags and statistics are still empty, stopping once an
-/// element lands deeper than `max_depth`: [`parse_filtered`] without a filter.
-#[cfg(test)]
-pub(super) fn parse(html: &str, max_depth: u32) -> Tree {
-    parse_filtered(html, max_depth, None).0
-}
-
-/// Parses `html` into a tree whose flags and statistics are still empty, stopping once an
-/// element lands deeper than `max_depth` and leaving out what `filter` says while the tree is
-/// laid out: pith's own tree builder where it covers the page, else html5ever's
-/// ([`parse_with_html5ever`]). Both build the same tree for a page the first accepts, so which
-/// one ran never changes a result.
-pub(super) fn parse_filtered(
-    html: &str,
-    max_depth: u32,
-    filter: Option<&dyn BuildFilter>,
-) -> (Tree, Filtered) {
-    if let Some(built) = super::direct::parse(html, max_depth, filter) {
-        return built;
-    }
-    parse_with_html5ever(html, max_depth, filter)
-}
-
-/// [`parse_filtered`] through html5ever's tree builder, fed by pith's tokenizer
-/// ([`super::lex`]): the path for pages [`super::direct`] does not cover, and the tree its
-/// tests compare it with.
+/// A tree built through html5ever's tree builder, fed by pith's tokenizer ([`super::lex`]),
+/// as `super::parse::parse_filtered` describes: the path for pages the direct builder does not
+/// cover, and the tree its tests compare it with.
 pub(super) fn parse_with_html5ever(
     html: &str,
     max_depth: u32,
@@ -85,7 +64,7 @@ pub(super) fn parse_with_html5ever(
 }
 
 /// The same tree built through html5ever's own tokenizer: the reference the tests compare
-/// [`parse`] with.
+/// `super::parse::parse` with.
 #[cfg(test)]
 pub(super) fn parse_reference(html: &str, max_depth: u32) -> Tree {
     let names = Arena::new();
@@ -705,7 +684,7 @@ mod tests {
     fn nodes_moved_by_the_tree_builder_appear_once() {
         // The adoption agency detaches and re-inserts formatting elements; foster parenting
         // inserts before the table. Every text must come out exactly once, in order.
-        let tree = parse(
+        let tree = super::super::parse::parse(
             "<table><b>x<tr><td>y</b>z</table><p>1<b>2<p>3</b>4",
             crate::dom::MAX_DEPTH,
         );

@@ -9,7 +9,10 @@
 //! are made of and writes each node straight into a [`Tree`]; on a page that needs a rule
 //! outside its subset (foster parenting, the adoption agency beyond popping, templates, MathML,
 //! the depth guard, …) it bails, and html5ever's tree builder, fed by the same tokenizer, builds
-//! the page instead (`build.rs`), laid out as the same [`Tree`]. The tests hold the two paths to
+//! the page instead (`build.rs`), laid out as the same [`Tree`]. Which one runs is decided in
+//! `parse.rs`, and the stage-1 filter both apply as they lay the tree out ([`BuildFilter`]) is
+//! defined in `filter.rs`: each builder uses those and neither uses the dispatcher, so
+//! the imports among them run one way. The tests hold the two paths to
 //! the same tree, node for node, wherever the first accepts a page, and run the html5lib-tests
 //! tree-construction suite through [`Tree::parse`] (`tests/html5lib.rs`).
 //!
@@ -43,11 +46,15 @@
 
 mod build;
 mod direct;
+mod filter;
 mod lex;
+mod parse;
 pub mod select;
 mod stats;
 mod words;
 
+pub(crate) use lex::attribute_char_ref;
+pub use filter::{BuildFilter, Filtered, TagAttr, Verdict};
 pub use markup5ever::LocalName;
 pub use stats::NodeStats;
 pub use words::{words, Words};
@@ -67,57 +74,6 @@ pub const MAX_INPUT: usize = 1 << 30;
 /// Real pages nest a few dozen levels (the development set peaks at 52); 256 leaves ample room
 /// while keeping the worst case of a hostile page to a fraction of a second.
 pub const MAX_DEPTH: u32 = 256;
-
-/// What [`Tree::parse_filtered`] leaves out: stage-1 rules applied while the tree is built.
-pub trait BuildFilter {
-    /// Called once per element, with its local name and attributes as parsed (values decoded),
-    /// before anything inside it: what becomes of the element. It may change `attrs` (strip
-    /// some, rewrite a value) when it keeps the element.
-    fn element(&self, name: &LocalName, attrs: &mut Vec<TagAttr<'_>>) -> Verdict;
-
-    /// Whether comments stay in the tree.
-    fn keeps_comments(&self) -> bool {
-        true
-    }
-}
-
-/// An attribute of an element being built, as a [`BuildFilter`] sees it: the name as the tree
-/// keeps it (lower-cased and interned, a foreign attribute with its prefix: `xlink:href`), and
-/// the value with its character references decoded.
-///
-/// Why not html5ever's `Attribute`: the tokenizer hands it a qualified name and a tendril per
-/// attribute, and most values are plain slices of the page; this borrows them from the page
-/// and compares names as atoms, so an attribute on its way to the tree costs no allocation.
-#[derive(Clone, PartialEq, Eq, Debug)]
-pub struct TagAttr<'a> {
-    /// The name as the tree keeps it.
-    pub name: LocalName,
-    /// The decoded value.
-    pub value: std::borrow::Cow<'a, str>,
-}
-
-/// What a [`BuildFilter`] makes of an element.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Verdict {
-    /// The element stays, with `stripped` of its attributes removed.
-    Keep {
-        /// How many attributes the filter removed.
-        stripped: usize,
-    },
-    /// The element goes with everything inside it.
-    Drop,
-    /// The element goes and its content takes its place.
-    Unwrap,
-}
-
-/// What a [`BuildFilter`] left out of one tree.
-#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
-pub struct Filtered {
-    /// Elements left out or unwrapped (an element inside one left out is not counted).
-    pub elements: u64,
-    /// Attributes stripped from elements that were kept.
-    pub attributes: u64,
-}
 
 /// A node of a [`Tree`]: an index into its arena.
 ///
@@ -272,7 +228,7 @@ impl Tree {
         while !html.is_char_boundary(cut) {
             cut -= 1;
         }
-        let (mut tree, filtered) = build::parse_filtered(&html[..cut], max_depth, filter);
+        let (mut tree, filtered) = parse::parse_filtered(&html[..cut], max_depth, filter);
         tree.truncated |= cut < html.len();
         stats::compute(&mut tree);
         (tree, filtered)

@@ -246,16 +246,8 @@ impl SiteRules {
         if self.by_host.is_empty() {
             return None;
         }
-        let host = host.trim();
         let host = host.split_once(':').map_or(host, |(name, _)| name);
-        let host = host.trim_end_matches('.').to_ascii_lowercase();
-        let mut suffix = host.as_str();
-        loop {
-            if let Some(&index) = self.by_host.get(suffix) {
-                return self.rules.get(index);
-            }
-            suffix = suffix.split_once('.')?.1;
-        }
+        crate::host::find_by_suffix(host, |suffix| self.by_host.get(suffix)).and_then(|&index| self.rules.get(index))
     }
 
     /// Every rule, in file-name order.

@@ -1,7 +1,8 @@
 //! Rule files: the small line-based language that says what stage 1 removes.
 //!
-//! This module owns parsing and validating rule files into a compiled [`RuleSet`]; applying the
-//! rules to a page is [`super::stage1`]'s job. A profile names one rule file (a built-in one,
+//! This module owns parsing and validating rule files into a compiled [`RuleSet`], and the
+//! set's form for pages parsed into a tree ([`TreeRules`]); applying the rules to a page is
+//! [`super::stage1`]'s job. A profile names one rule file (a built-in one,
 //! embedded in the binary, or a file on disk), so a rule set is parsed once at start-up and
 //! shared by every request.
 //!
@@ -33,6 +34,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use lol_html::Selector;
+use markup5ever::LocalName;
+use rustc_hash::FxHashMap;
+
+use crate::dom::select::Selector as DomSelector;
 
 /// The built-in rule files, by the name a profile uses for them.
 pub const BUILTIN: &[(&str, &str)] = &[
@@ -54,9 +59,8 @@ pub struct RuleSet {
     remove_hidden: bool,
     remove_comments: bool,
     fingerprint: u64,
-    /// The set compiled for pages parsed into a tree, made on first use
-    /// ([`super::stage1::TreeRules`]).
-    tree: Arc<OnceLock<super::stage1::TreeRules>>,
+    /// The set compiled for pages parsed into a tree, made on first use ([`TreeRules`]).
+    tree: Arc<OnceLock<TreeRules>>,
 }
 
 /// One rule with a selector, in file order.
@@ -247,14 +251,9 @@ impl RuleSet {
         &self.selectors
     }
 
-    /// Where the set compiled for pages parsed into a tree is kept.
-    pub(crate) fn tree_cell(&self) -> &OnceLock<super::stage1::TreeRules> {
-        &self.tree
-    }
-
     /// The set without its attribute-wide work (`strip-attr` without `in`, `strip-url`,
     /// `remove-hidden`), for a page whose tree applies that work as it is built
-    /// ([`super::stage1::TreeRules`]). Its fingerprint differs from the whole set's.
+    /// ([`TreeRules`]). Its fingerprint differs from the whole set's.
     pub(crate) fn without_attribute_pass(&self) -> RuleSet {
         RuleSet {
             rules: Arc::clone(&self.rules),
@@ -465,6 +464,146 @@ impl Fnv1a {
             self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
         }
     }
+}
+
+/// Stage 1 for a profile that parses the page into a tree anyway: the rules applied as the
+/// tree is built ([`Tree::parse_filtered`](crate::dom::Tree::parse_filtered)) instead of by
+/// the streaming rewriter first.
+///
+/// Rewriting the page with lol_html and then parsing its output costs two passes over the page,
+/// and the rewriter's selector matching on every tag (and reading every tag's attributes for
+/// `strip-attr on*`, `strip-url` and `remove-hidden`) cost as much as the parse itself. The
+/// tree builder has read every element and attribute already, so the rules are decided there,
+/// once per element, as the tree is laid out: an element removed by a rule is gone with its
+/// subtree, an unwrapped one leaves its content in its place, and text on either side of
+/// what went becomes one text node, as a parse of the rewritten page would have it. The
+/// `<meta>` charset is re-declared as UTF-8 as the rewriter does.
+///
+/// This needs every selector to be decidable from the element alone (one compound selector
+/// per member, no `:first-child` and the like): the built-in rule files are. A rule file with
+/// a combinator runs its rules in the rewriter as before, and only the attribute-wide work
+/// moves to the tree. Where lol_html and the tree builder disagree on where an element ends
+/// (misnested markup), the tree is the browser's reading; on the development pages the output
+/// is byte-identical.
+///
+/// The compiled form is defined here, beside the [`RuleSet`] that keeps it (made on first use
+/// and shared by every clone of the set), and applied by [`super::stage1`], which implements
+/// the tree builder's filter for it: stage 1 uses the rules, and the rules know nothing of
+/// stage 1. (The set once kept a type of stage 1's, which made the two modules use each other.)
+#[derive(Debug)]
+pub struct TreeRules {
+    /// The rules lol_html still applies first: `None` when the tree builder applies them all.
+    pub(super) streaming: Option<RuleSet>,
+    /// The rules with a selector, when the tree builder applies them.
+    pub(super) rules: Vec<TreeRule>,
+    /// Indexes into `rules` by the element name their selector requires (lowercase). Keyed by
+    /// the interned name, so that looking an element up hashes and compares one word.
+    pub(super) by_tag: FxHashMap<LocalName, Vec<usize>>,
+    /// Indexes of rules whose selector matches elements of any name.
+    pub(super) any_tag: Vec<usize>,
+    pub(super) pass: AttrPass,
+    /// [`initials`] of the attribute-wide patterns.
+    pub(super) initials: [bool; 256],
+    pub(super) remove_comments: bool,
+}
+
+/// A rule with a selector, compiled for elements of a tree.
+#[derive(Debug)]
+pub(super) enum TreeRule {
+    Remove(DomSelector),
+    Unwrap(DomSelector),
+    StripAttr(DomSelector, Arc<[AttrPattern]>),
+}
+
+impl TreeRule {
+    pub(super) fn selector(&self) -> &DomSelector {
+        match self {
+            TreeRule::Remove(s) | TreeRule::Unwrap(s) | TreeRule::StripAttr(s, _) => s,
+        }
+    }
+}
+
+impl TreeRules {
+    /// The rule set compiled for trees, made once per set and kept with it.
+    pub fn of(rules: &RuleSet) -> &TreeRules {
+        rules.tree.get_or_init(|| TreeRules::compile(rules))
+    }
+
+    fn compile(set: &RuleSet) -> TreeRules {
+        let pass = AttrPass::of(set);
+        let mut rules = Vec::new();
+        for (rule, text) in set.rules().iter().zip(set.selector_texts()) {
+            let Some(selector) = DomSelector::parse(text).ok().filter(DomSelector::is_local) else {
+                // Not decidable from the element alone: lol_html runs the rules.
+                return TreeRules {
+                    streaming: Some(set.without_attribute_pass()),
+                    rules: Vec::new(),
+                    by_tag: FxHashMap::default(),
+                    any_tag: Vec::new(),
+                    initials: initials(&pass.patterns),
+                    pass,
+                    remove_comments: false,
+                };
+            };
+            rules.push(match rule {
+                Rule::Remove(_) => TreeRule::Remove(selector),
+                Rule::Unwrap(_) => TreeRule::Unwrap(selector),
+                Rule::StripAttr { patterns, .. } => TreeRule::StripAttr(selector, Arc::clone(patterns)),
+            });
+        }
+        let (mut by_tag, mut any_tag) = (FxHashMap::<LocalName, Vec<usize>>::default(), Vec::new());
+        for (index, rule) in rules.iter().enumerate() {
+            match rule.selector().subject_tags() {
+                Some(mut tags) => {
+                    tags.dedup();
+                    for tag in tags {
+                        by_tag.entry(LocalName::from(tag)).or_default().push(index);
+                    }
+                }
+                None => any_tag.push(index),
+            }
+        }
+        for list in by_tag.values_mut() {
+            list.extend_from_slice(&any_tag);
+            list.sort_unstable();
+            list.dedup();
+        }
+        let initials = initials(&pass.patterns);
+        TreeRules { streaming: None, rules, by_tag, any_tag, pass, initials, remove_comments: set.removes_comments() }
+    }
+}
+
+/// The attribute-wide work of a set, done in one pass over each element's attributes (by
+/// stage 1's handler or as a tree is built): drop names matching `patterns`, drop URL
+/// attributes (of stage 1's `URL_TARGETS`) whose URL uses one of `schemes`, and, with
+/// `remove_hidden`, drop the whole element if it is hidden.
+#[derive(Debug, Clone)]
+pub(super) struct AttrPass {
+    pub(super) patterns: Arc<[AttrPattern]>,
+    pub(super) schemes: Arc<[String]>,
+    pub(super) remove_hidden: bool,
+}
+
+impl AttrPass {
+    /// The attribute-wide work of `set`.
+    pub(super) fn of(set: &RuleSet) -> AttrPass {
+        AttrPass { patterns: Arc::clone(set.everywhere()), schemes: set.url_schemes().into(), remove_hidden: set.removes_hidden() }
+    }
+}
+
+/// Which first bytes (lowercase) the names `patterns` match can start with: one lookup rules
+/// out most names (`class`, `href`, `id`) before the patterns are tried one by one.
+pub(super) fn initials(patterns: &[AttrPattern]) -> [bool; 256] {
+    let mut table = [false; 256];
+    for pattern in patterns {
+        let (AttrPattern::Exact(text) | AttrPattern::Prefix(text)) = pattern;
+        match text.as_bytes().first() {
+            Some(&first) => table[usize::from(first)] = true,
+            // An empty prefix matches every name.
+            None => return [true; 256],
+        }
+    }
+    table
 }
 
 #[cfg(test)]

@@ -21,6 +21,14 @@
 //! (the origin can always serve scripts to a client that bypasses the proxy), and a best-effort
 //! parse of rare non-conforming markup is better for the reader than an unfiltered rest of the
 //! page, let alone a truncated one.
+//!
+//! # Trees
+//!
+//! A profile that parses the page into a tree anyway has the rules applied as the tree is built
+//! instead: the rule set compiles itself for that ([`TreeRules`], in [`super::rules`], kept with
+//! the set), and this module implements the tree builder's [`BuildFilter`] for it, with the
+//! same predicates the streaming handlers use. The compiled form lives with the rules so that
+//! this module uses the rules and the rules never use this module.
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -36,11 +44,9 @@ use lol_html::{HandlerResult, MemorySettings, OutputSink, Selector};
 use markup5ever::local_name;
 
 use super::charset;
-use super::rules::{AttrPattern, Rule, RuleSet};
-use rustc_hash::FxHashMap;
+use super::rules::{AttrPass, AttrPattern, Rule, RuleSet, TreeRule, TreeRules};
 
-use crate::dom::select::Selector as DomSelector;
-use crate::dom::{BuildFilter, Filtered, LocalName, TagAttr, Tree, Verdict};
+use crate::dom::{attribute_char_ref, BuildFilter, Filtered, LocalName, TagAttr, Tree, Verdict};
 
 /// lol_html's memory limit per page by default. Its buffers hold at most one unfinished tag,
 /// comment or text run plus the open-element stack, so real pages stay far below this; a page
@@ -379,11 +385,7 @@ fn attribute_pass(
     rules: &RuleSet,
     counters: &Arc<Counters>,
 ) -> Option<(Cow<'static, Selector>, ElementContentHandlers<'static>)> {
-    let pass = AttrPass {
-        patterns: Arc::clone(rules.everywhere()),
-        schemes: rules.url_schemes().into(),
-        remove_hidden: rules.removes_hidden(),
-    };
+    let pass = AttrPass::of(rules);
     let selector = if !pass.patterns.is_empty() || pass.remove_hidden {
         &*ANY_ELEMENT
     } else if !pass.schemes.is_empty() {
@@ -392,16 +394,6 @@ fn attribute_pass(
         return None;
     };
     Some((Cow::Borrowed(selector), pass.into_handler(counters)))
-}
-
-/// What one attribute handler does to an element: drop names matching `patterns`, drop URL
-/// attributes (of [`URL_TARGETS`]) whose URL uses one of `schemes`, and, with `remove_hidden`,
-/// drop the whole element if it is hidden.
-#[derive(Debug, Clone)]
-struct AttrPass {
-    patterns: Arc<[AttrPattern]>,
-    schemes: Arc<[String]>,
-    remove_hidden: bool,
 }
 
 impl AttrPass {
@@ -450,109 +442,7 @@ impl AttrPass {
     }
 }
 
-/// Stage 1 for a profile that parses the page into a tree anyway: the rules applied as the
-/// tree is built ([`Tree::parse_filtered`]) instead of by the streaming rewriter first.
-///
-/// Rewriting the page with lol_html and then parsing its output costs two passes over the page,
-/// and the rewriter's selector matching on every tag (and reading every tag's attributes for
-/// `strip-attr on*`, `strip-url` and `remove-hidden`) cost as much as the parse itself. The
-/// tree builder has read every element and attribute already, so the rules are decided there,
-/// once per element, as the tree is laid out: an element removed by a rule is gone with its
-/// subtree, an unwrapped one leaves its content in its place, and text on either side of
-/// what went becomes one text node, as a parse of the rewritten page would have it. The
-/// `<meta>` charset is re-declared as UTF-8 as the rewriter does.
-///
-/// This needs every selector to be decidable from the element alone (one compound selector
-/// per member, no `:first-child` and the like): the built-in rule files are. A rule file with
-/// a combinator runs its rules in the rewriter as before, and only the attribute-wide work
-/// moves to the tree. Where lol_html and the tree builder disagree on where an element ends
-/// (misnested markup), the tree is the browser's reading; on the development pages the output
-/// is byte-identical.
-#[derive(Debug)]
-pub struct TreeRules {
-    /// The rules lol_html still applies first: `None` when the tree builder applies them all.
-    streaming: Option<RuleSet>,
-    /// The rules with a selector, when the tree builder applies them.
-    rules: Vec<TreeRule>,
-    /// Indexes into `rules` by the element name their selector requires (lowercase). Keyed by
-    /// the interned name, so that looking an element up hashes and compares one word.
-    by_tag: FxHashMap<LocalName, Vec<usize>>,
-    /// Indexes of rules whose selector matches elements of any name.
-    any_tag: Vec<usize>,
-    pass: AttrPass,
-    /// [`initials`] of the attribute-wide patterns.
-    initials: [bool; 256],
-    remove_comments: bool,
-}
-
-#[derive(Debug)]
-enum TreeRule {
-    Remove(DomSelector),
-    Unwrap(DomSelector),
-    StripAttr(DomSelector, Arc<[AttrPattern]>),
-}
-
-impl TreeRule {
-    fn selector(&self) -> &DomSelector {
-        match self {
-            TreeRule::Remove(s) | TreeRule::Unwrap(s) | TreeRule::StripAttr(s, _) => s,
-        }
-    }
-}
-
 impl TreeRules {
-    /// The rule set compiled for trees, made once per set and kept with it.
-    pub fn of(rules: &RuleSet) -> &TreeRules {
-        rules.tree_cell().get_or_init(|| TreeRules::compile(rules))
-    }
-
-    fn compile(set: &RuleSet) -> TreeRules {
-        let pass = AttrPass {
-            patterns: Arc::clone(set.everywhere()),
-            schemes: set.url_schemes().into(),
-            remove_hidden: set.removes_hidden(),
-        };
-        let mut rules = Vec::new();
-        for (rule, text) in set.rules().iter().zip(set.selector_texts()) {
-            let Some(selector) = DomSelector::parse(text).ok().filter(DomSelector::is_local) else {
-                // Not decidable from the element alone: lol_html runs the rules.
-                return TreeRules {
-                    streaming: Some(set.without_attribute_pass()),
-                    rules: Vec::new(),
-                    by_tag: FxHashMap::default(),
-                    any_tag: Vec::new(),
-                    initials: initials(&pass.patterns),
-                    pass,
-                    remove_comments: false,
-                };
-            };
-            rules.push(match rule {
-                Rule::Remove(_) => TreeRule::Remove(selector),
-                Rule::Unwrap(_) => TreeRule::Unwrap(selector),
-                Rule::StripAttr { patterns, .. } => TreeRule::StripAttr(selector, Arc::clone(patterns)),
-            });
-        }
-        let (mut by_tag, mut any_tag) = (FxHashMap::<LocalName, Vec<usize>>::default(), Vec::new());
-        for (index, rule) in rules.iter().enumerate() {
-            match rule.selector().subject_tags() {
-                Some(mut tags) => {
-                    tags.dedup();
-                    for tag in tags {
-                        by_tag.entry(LocalName::from(tag)).or_default().push(index);
-                    }
-                }
-                None => any_tag.push(index),
-            }
-        }
-        for list in by_tag.values_mut() {
-            list.extend_from_slice(&any_tag);
-            list.sort_unstable();
-            list.dedup();
-        }
-        let initials = initials(&pass.patterns);
-        TreeRules { streaming: None, rules, by_tag, any_tag, pass, initials, remove_comments: set.removes_comments() }
-    }
-
     /// Runs what lol_html still does of the rules, if anything: the page to parse with
     /// [`TreeRules::parse`], and what was removed so far.
     pub fn rewrite<'a>(&self, utf8: &'a str) -> Result<(Cow<'a, str>, Stage1Stats), RewriteError> {
@@ -627,7 +517,7 @@ impl BuildFilter for TreeRules {
 impl AttrPass {
     /// The attribute-wide work on an element of a tree being built: `Drop` when
     /// `remove-hidden` hides it, else the attributes to strip go.
-    /// `initials` are those of the patterns ([`initials`]).
+    /// `initials` are those of the patterns (`TreeRules::initials`).
     fn in_tree(&self, element: &LocalName, attrs: &mut Vec<TagAttr<'_>>, initials: &[bool; 256]) -> Verdict {
         if attrs.is_empty() {
             return Verdict::Keep { stripped: 0 };
@@ -681,22 +571,7 @@ fn url_attributes(element: &LocalName) -> &'static [LocalName] {
     }
 }
 
-/// Which first bytes (lowercase) the names `patterns` match can start with: one lookup rules
-/// out most names (`class`, `href`, `id`) before the patterns are tried one by one.
-fn initials(patterns: &[AttrPattern]) -> [bool; 256] {
-    let mut table = [false; 256];
-    for pattern in patterns {
-        let (AttrPattern::Exact(text) | AttrPattern::Prefix(text)) = pattern;
-        match text.as_bytes().first() {
-            Some(&first) => table[usize::from(first)] = true,
-            // An empty prefix matches every name.
-            None => return [true; 256],
-        }
-    }
-    table
-}
-
-/// False when no pattern with these [`initials`] can match the attribute's name.
+/// False when no pattern with these initials (`super::rules::initials`) can match the attribute's name.
 fn might_be_named_by(initials: &[bool; 256], name: &LocalName) -> bool {
     name.as_bytes().first().is_none_or(|&first| initials[usize::from(first.to_ascii_lowercase())])
 }
@@ -832,15 +707,14 @@ fn utf8_content_type(content: Option<&str>) -> Option<&'static str> {
     (content.and_then(charset::from_content_type) != Some(UTF_8)).then_some("text/html; charset=utf-8")
 }
 
-/// The scheme of a URL as a browser reads it from an attribute: character references decoded,
-/// leading spaces and control characters skipped, tabs and newlines ignored anywhere, ASCII
+/// The scheme of a URL as a browser reads it from an attribute: character references decoded
+/// (by the tokenizer's own decoder, [`attribute_char_ref`]), leading spaces and control characters skipped, tabs and newlines ignored anywhere, ASCII
 /// case folded. `None` for a relative URL (or anything that is not a scheme followed by `:`).
 fn url_scheme(value: &str) -> Option<Scheme> {
     if !value.contains([':', '&']) {
         return None;
     }
-    let mut rest = value;
-    scheme_of(std::iter::from_fn(|| next_decoded(&mut rest)))
+    scheme_of(decoded_chars(value))
 }
 
 /// [`url_scheme`] of a value whose character references are already decoded (a tree's).
@@ -898,63 +772,35 @@ fn scheme_of(chars: impl Iterator<Item = char>) -> Option<Scheme> {
     None
 }
 
-/// The next character of an attribute value, with a character reference decoded.
-fn next_decoded(rest: &mut &str) -> Option<char> {
-    let c = rest.chars().next()?;
-    let (decoded, len) = match c {
-        '&' => char_reference(rest).unwrap_or(('&', 1)),
-        c => (c, c.len_utf8()),
-    };
-    *rest = rest.get(len..).unwrap_or("");
-    Some(decoded)
-}
-
-/// A character reference at the start of `s` (which starts with `&`): numeric ones, and the
-/// named ones that can spell a scheme or hide its colon. Returns the character and the length.
-fn char_reference(s: &str) -> Option<(char, usize)> {
-    const NAMED: [(&str, char); 5] = [
-        ("&colon;", ':'),
-        ("&Tab;", '\t'),
-        ("&NewLine;", '\n'),
-        ("&plus;", '+'),
-        ("&period;", '.'),
-    ];
-    let bytes = s.as_bytes();
-    if bytes.get(1) != Some(&b'#') {
-        return NAMED
-            .iter()
-            .find(|(name, _)| s.starts_with(name))
-            .map(|&(name, c)| (c, name.len()));
-    }
-    let (radix, start) = if matches!(bytes.get(2), Some(b'x' | b'X')) {
-        (16, 3)
-    } else {
-        (10, 2)
-    };
-    let digits = bytes
-        .get(start..)?
-        .iter()
-        .take_while(|b| char::from(**b).is_digit(radix))
-        .count();
-    if digits == 0 {
-        return None;
-    }
-    let value = bytes[start..start + digits]
-        .iter()
-        .filter_map(|b| char::from(*b).to_digit(radix))
-        .fold(0u32, |acc, d| acc.saturating_mul(radix).saturating_add(d));
-    let len = start + digits + usize::from(bytes.get(start + digits) == Some(&b';'));
-    Some((
-        char::from_u32(value)
-            .filter(|&c| c != '\0')
-            .unwrap_or('\u{FFFD}'),
-        len,
-    ))
+/// The characters of a raw attribute value, its character references decoded as the tokenizer
+/// decodes them in an attribute ([`attribute_char_ref`]); read lazily, since a scheme is read
+/// from the first few characters alone.
+fn decoded_chars(value: &str) -> impl Iterator<Item = char> + '_ {
+    let (mut rest, mut second) = (value, None);
+    std::iter::from_fn(move || {
+        if let Some(c) = second.take() {
+            return Some(c);
+        }
+        let c = rest.chars().next()?;
+        let (decoded, len) = match c {
+            '&' => match attribute_char_ref(rest) {
+                ([Some(first), next], len) if len > 0 => {
+                    second = next;
+                    (first, len)
+                }
+                _ => ('&', 1),
+            },
+            c => (c, c.len_utf8()),
+        };
+        rest = rest.get(len..).unwrap_or("");
+        Some(decoded)
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::html::rules::initials;
     use proptest::prelude::*;
 
     fn rules(text: &str) -> RuleSet {
@@ -1321,6 +1167,11 @@ mod tests {
             ("1http:x", None),
             ("no-colon-at-all", None),
             ("&unknown;javascript:x", None),
+            ("java&Tab;script&colon;x", Some("javascript")),
+            // A reference may stand for two characters; both are read.
+            ("&fjlig;ord:x", Some("fjord")),
+            // In an attribute, a legacy name followed by a letter stays as written.
+            ("&ampjavascript:x", None),
         ];
         let listed = ["javascript".to_string(), "vbscript".to_string()];
         for (value, expected) in cases {

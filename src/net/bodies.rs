@@ -160,19 +160,138 @@ pub struct AccessRecord {
     pub origin_bytes: u64,
     /// Profile that served it.
     pub profile: String,
-    /// What pith did: "pass", "rewrite", "too-large", "over-budget", "hit", "revalidated"
-    /// (a forwarded request, the last two from the cache), "own" (pith's own pages),
-    /// "tunnel" (CONNECT), "upgrade" (a switched protocol such as WebSocket), "error".
-    pub action: &'static str,
+    /// What pith did with the request.
+    pub action: Action,
     /// When the request arrived.
     pub start: Instant,
 }
 
+/// What pith did with a request: the access log's `action`. One variant per decision, so
+/// that what is logged and what the code branches on (is the body the origin's own bytes?)
+/// are the same value; [`Action::as_str`] gives the word the log has always used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Forwarded, the response passed through untouched (not HTML, not to be rewritten).
+    Pass,
+    /// Forwarded and rewritten (also a cache miss that was then kept).
+    Rewrite,
+    /// Passed through unrewritten: the page decoded to more than `limits.max_rewrite_bytes`.
+    TooLarge,
+    /// Passed through unrewritten: the rewrite memory budget had no room for the page.
+    OverBudget,
+    /// Served from the cache.
+    Hit,
+    /// Served from the cache after the origin said it had not changed.
+    Revalidated,
+    /// One of pith's own pages.
+    Own,
+    /// CONNECT.
+    Tunnel,
+    /// A switched protocol, such as WebSocket.
+    Upgrade,
+    /// Answered with an error page.
+    Error,
+}
+
+impl Action {
+    /// Every action, for looking one up by its word.
+    const ALL: [Action; 10] = [
+        Action::Pass,
+        Action::Rewrite,
+        Action::TooLarge,
+        Action::OverBudget,
+        Action::Hit,
+        Action::Revalidated,
+        Action::Own,
+        Action::Tunnel,
+        Action::Upgrade,
+        Action::Error,
+    ];
+
+    /// The access log's word for it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Action::Pass => "pass",
+            Action::Rewrite => "rewrite",
+            Action::TooLarge => "too-large",
+            Action::OverBudget => "over-budget",
+            Action::Hit => "hit",
+            Action::Revalidated => "revalidated",
+            Action::Own => "own",
+            Action::Tunnel => "tunnel",
+            Action::Upgrade => "upgrade",
+            Action::Error => "error",
+        }
+    }
+
+    /// The action a word names. The cache still names what it served with a word
+    /// ([`super::respond::Served::action`]); this is where that word becomes a value.
+    pub fn named(word: &str) -> Option<Action> {
+        Action::ALL.into_iter().find(|a| a.as_str() == word)
+    }
+
+    /// True when the response body is the origin's own bytes streaming through, so every
+    /// byte sent is also a byte read from the origin: a pass-through. Rewritten and kept pages
+    /// are pith's bytes; pith's own pages, tunnels and upgrades are counted elsewhere or not.
+    pub fn streams_origin(self) -> bool {
+        matches!(self, Action::Pass | Action::TooLarge | Action::OverBudget)
+    }
+}
+
+impl std::fmt::Display for Action {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a response's body ended: the access log's `outcome`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// Sent whole.
+    Ok,
+    /// The origin's body failed mid-way; the client's response was cut off.
+    Aborted,
+    /// The client went away first.
+    ClientGone,
+    /// Cut off at the end of the shutdown drain.
+    Shutdown,
+}
+
+impl Ending {
+    /// The access log's word for it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Ending::Ok => "ok",
+            Ending::Aborted => "aborted",
+            Ending::ClientGone => "client-gone",
+            Ending::Shutdown => "shutdown",
+        }
+    }
+
+    /// An unfinished body's ending: the drain deadline's, or the client's doing.
+    pub fn unfinished(closing: bool) -> Ending {
+        if closing {
+            Ending::Shutdown
+        } else {
+            Ending::ClientGone
+        }
+    }
+}
+
+impl std::fmt::Display for Ending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl AccessRecord {
-    /// Writes the line.
-    pub fn write(&self, client_bytes: u64, outcome: &str) {
+    /// Writes the line. It is a root event, outside the request's span: an access-log line
+    /// stands on its own fields, the same wherever it is written (hyper polls the body
+    /// outside any span; a dropped request writes it inside one).
+    pub fn write(&self, client_bytes: u64, ending: Ending) {
         tracing::info!(
             target: "pith::access",
+            parent: None,
             client = %self.client,
             method = %self.method,
             url = %self.url,
@@ -181,8 +300,8 @@ impl AccessRecord {
             client_bytes,
             ms = self.start.elapsed().as_millis() as u64,
             profile = %self.profile,
-            action = self.action,
-            outcome,
+            action = self.action.as_str(),
+            outcome = ending.as_str(),
         );
     }
 }
@@ -205,12 +324,8 @@ pin_project! {
         fn drop(this: Pin<&mut Self>) {
             let this = this.project();
             if let Some(record) = this.record.take() {
-                let outcome = match (*this.ended, this.slot.as_ref().is_some_and(Guard::is_closing)) {
-                    (true, _) => "ok",
-                    (false, true) => "shutdown",
-                    (false, false) => "client-gone",
-                };
-                record.write(*this.sent, outcome);
+                let ending = if *this.ended { Ending::Ok } else { Ending::unfinished(this.slot.as_ref().is_some_and(Guard::is_closing)) };
+                record.write(*this.sent, ending);
             }
         }
     }
@@ -260,7 +375,7 @@ where
                         r.origin_bytes = *this.sent;
                     }
                     tracing::warn!(url = %r.url, error = %e, "response aborted");
-                    r.write(*this.sent, "aborted");
+                    r.write(*this.sent, Ending::Aborted);
                 }
             }
             None => *this.ended = true,
@@ -274,5 +389,25 @@ where
 
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_action_is_named_by_its_word() {
+        for action in Action::ALL {
+            assert_eq!(Action::named(action.as_str()), Some(action));
+            assert_eq!(action.to_string(), action.as_str());
+        }
+        assert_eq!(Action::named("something-else"), None);
+    }
+
+    #[test]
+    fn only_a_pass_through_streams_the_origins_bytes() {
+        let streamed: Vec<_> = Action::ALL.into_iter().filter(|a| a.streams_origin()).map(Action::as_str).collect();
+        assert_eq!(streamed, ["pass", "too-large", "over-budget"]);
     }
 }

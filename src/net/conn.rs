@@ -1,6 +1,10 @@
 //! Connections: the accept loop of a listener, and the per-connection handler whose
 //! `Handler::serve` runs the steps of a request in order: admit, target, own page or loop
 //! check, then cache, forward and respond ([`cached::serve`]).
+//!
+//! Each request runs in a `request` span carrying its client, method and target, so the
+//! lines logged while it is served name them without repeating them by hand; the access-log
+//! line keeps its own fields ([`AccessRecord::write`]).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -15,8 +19,9 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tracing::Instrument;
 
-use super::bodies::{AccessRecord, Logged, ProxyBody};
+use super::bodies::{AccessRecord, Action, Ending, Logged, ProxyBody};
 use super::downstream::{ClientIo, Downstream};
 use super::drain::Guard;
 use super::per_client::ClientSlot;
@@ -259,11 +264,6 @@ impl Handler {
         Handler { intercepted: Some(origin), ..self.clone() }
     }
 
-    /// The tunnel target, when this handler serves an intercepted connection.
-    pub(super) fn intercepted(&self) -> Option<&http::uri::Authority> {
-        self.intercepted.as_ref()
-    }
-
     /// Serves one request; every failure becomes an error page, never a dropped connection.
     async fn handle(self, mut req: Request<Incoming>) -> Result<Response<ProxyBody>, Infallible> {
         let this = self.refreshed();
@@ -287,20 +287,21 @@ impl Handler {
             status: 0,
             origin_bytes: 0,
             profile: this.listener.profile.name.clone(),
-            action: "pass",
+            action: Action::Pass,
             start: Instant::now(),
         };
+        let span = request_span(&this, &req, &record.url);
         let mut pending = Unanswered { record: Some(record), guard: &this.guard };
         let served = match malformed {
             Some(bad) => Err(bad.into()),
-            None => this.serve(req, pending.record()).await,
+            None => this.serve(req, pending.record()).instrument(span.clone()).await,
         };
         let mut record = pending.answered();
         let (response, counts_origin) = match served {
             Ok(pair) => pair,
             Err(err) => {
-                log_failure(&err, &record);
-                record.action = "error";
+                span.in_scope(|| log_failure(&err));
+                record.action = Action::Error;
                 (own::error_page(&err), false)
             }
         };
@@ -323,20 +324,20 @@ impl Handler {
             None => {
                 admit::admit(&self.listener, self.client.ip(), req.headers())?;
                 if req.method() == Method::CONNECT {
-                    record.action = "tunnel";
+                    record.action = Action::Tunnel;
                     return Ok((connect::tunnel(self, req).await?, false));
                 }
                 target::absolute(req.uri())?
             }
         };
         let Some(uri) = target else {
-            record.action = "own";
+            record.action = Action::Own;
             return Ok((own::serve_own(&self.state, req.uri().path()).await, false));
         };
         let host = uri.host().unwrap_or_default().trim_matches(|c| c == '[' || c == ']').to_string();
         let port = uri.port_u16().unwrap_or(if uri.scheme() == Some(&http::uri::Scheme::HTTPS) { 443 } else { 80 });
         if self.state.is_self(&host, port) {
-            record.action = "own";
+            record.action = Action::Own;
             return Ok((own::serve_own(&self.state, uri.path()).await, false));
         }
         if forward::has_passed(req.headers(), &self.state.via) {
@@ -344,15 +345,16 @@ impl Handler {
         }
         let req = self.forward_interim(req);
         if forward::is_upgrade(req.headers()) {
-            record.action = "upgrade";
+            record.action = Action::Upgrade;
             return Ok((forward::upgrade(&self.state, req, uri, &host, (self.guard.clone(), self.downstream.clone())).await?, false));
         }
         let target = cached::Target { host: &host, uri, profile: &self.listener.profile };
         let served = cached::serve(&self.state, target, req).await?;
-        record.action = served.action;
+        // Every word the cache and `respond` give is an action's; a pass-through is the
+        // safe reading of any other, counting what is sent as the origin's.
+        record.action = Action::named(served.action).unwrap_or(Action::Pass);
         record.origin_bytes = served.origin_bytes;
-        // Only a pass-through streams the origin's own bytes; rewrites and kept pages do not.
-        Ok((served.response, !matches!(served.action, "rewrite" | "hit" | "revalidated")))
+        Ok((served.response, record.action.streams_origin()))
     }
 }
 
@@ -407,7 +409,7 @@ impl Unanswered<'_> {
 impl Drop for Unanswered<'_> {
     fn drop(&mut self) {
         if let Some(record) = self.record.take() {
-            record.write(0, if self.guard.is_closing() { "shutdown" } else { "client-gone" });
+            record.write(0, Ending::unfinished(self.guard.is_closing()));
         }
     }
 }
@@ -430,12 +432,24 @@ fn inside_tunnel(origin: &http::uri::Authority, req: &Request<Incoming>, record:
     Ok(uri)
 }
 
-/// One log line per failure, with the client, the target and the cause chain.
-fn log_failure(err: &ProxyError, record: &AccessRecord) {
+/// The span a request is served in. Its target is the URL the access log names, except that
+/// a request inside an intercepted tunnel is named by its rebuilt `https://` URL from the
+/// start, so that every line, the earliest refusals included, says which host it was for.
+fn request_span(handler: &Handler, req: &Request<Incoming>, url: &str) -> tracing::Span {
+    let in_tunnel = handler.intercepted.as_ref().filter(|_| req.method() != Method::CONNECT).and_then(|origin| target::in_tunnel(origin, req.uri()).ok());
+    match in_tunnel {
+        Some(uri) => tracing::info_span!("request", client = %handler.client, method = %req.method(), target = %uri),
+        None => tracing::info_span!("request", client = %handler.client, method = %req.method(), target = %url),
+    }
+}
+
+/// One log line per failure, with its cause chain; the request's span names the client and
+/// the target.
+fn log_failure(err: &ProxyError) {
     let cause = std::error::Error::source(err).map(super::error::describe).unwrap_or_default();
     match err.side() {
-        super::error::Side::Downstream => tracing::warn!(client = %record.client, url = %record.url, reason = %err.reason(), "request refused"),
-        super::error::Side::Upstream => tracing::warn!(client = %record.client, url = %record.url, reason = %err.reason(), %cause, "upstream failed"),
-        super::error::Side::Internal => tracing::error!(client = %record.client, url = %record.url, reason = %err.reason(), %cause, "internal error"),
+        super::error::Side::Downstream => tracing::warn!(reason = %err.reason(), "request refused"),
+        super::error::Side::Upstream => tracing::warn!(reason = %err.reason(), %cause, "upstream failed"),
+        super::error::Side::Internal => tracing::error!(reason = %err.reason(), %cause, "internal error"),
     }
 }

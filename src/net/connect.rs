@@ -22,15 +22,19 @@
 //! Every tunnel, blind or intercepted, is closed when no byte has gone either way on the
 //! client's connection for `limits.tunnel_idle_timeout_ms`, and when a write to the client
 //! makes no progress for `limits.client_write_timeout_ms` ([`super::downstream`]).
+//!
+//! A tunnel's task runs in a `tunnel` span carrying the client, the method and the target,
+//! as a request's does ([`super::conn`]), so its lines do not repeat them; its access-log
+//! line, written when it closes, keeps its own fields.
 
 use std::time::{Duration, Instant};
 
-use http::uri::Authority;
 use http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tracing::Instrument;
 
 use super::bodies::{self, ProxyBody};
 use super::conn::{self, Handler};
@@ -76,15 +80,17 @@ pub async fn tunnel(handler: &Handler, req: Request<Incoming>) -> Result<Respons
     // closes, and shutdown waits for it (then closes it at the drain deadline).
     let guard = handler.guard().clone();
     let (client, target) = (ends.client, ends.target.clone());
-    tokio::spawn(async move {
+    let span = tunnel_span(client, &target);
+    let task = async move {
         let copied = guard.tunnel(async move {
-            let Some(downstream) = upgraded(req, &authority).await else { return };
+            let Some(downstream) = upgraded(req).await else { return };
             copy(downstream, upstream, &[], ends).await;
         });
         if copied.await.is_none() {
             log_closed_at_deadline(client, &target);
         }
-    });
+    };
+    tokio::spawn(task.instrument(span));
     Ok(ok())
 }
 
@@ -114,12 +120,18 @@ async fn open(state: &State, host: &str, port: u16) -> Result<TcpStream, ProxyEr
     Ok(stream)
 }
 
+/// The span of a tunnel's task: what a CONNECT request's span carries, for the task that
+/// outlives the request.
+fn tunnel_span(client: std::net::SocketAddr, target: &str) -> tracing::Span {
+    tracing::info_span!("tunnel", %client, method = %http::Method::CONNECT, %target)
+}
+
 /// Waits for hyper to hand over the client's connection.
-async fn upgraded(req: Request<Incoming>, target: &Authority) -> Option<TokioIo<hyper::upgrade::Upgraded>> {
+async fn upgraded(req: Request<Incoming>) -> Option<TokioIo<hyper::upgrade::Upgraded>> {
     match hyper::upgrade::on(req).await {
         Ok(u) => Some(TokioIo::new(u)),
         Err(e) => {
-            tracing::warn!(%target, error = %e, "CONNECT upgrade failed");
+            tracing::warn!(error = %e, "CONNECT upgrade failed");
             None
         }
     }
@@ -144,15 +156,15 @@ where
 {
     let (start, client, target) = (Instant::now(), ends.client, &ends.target);
     if let Err(e) = upstream.write_all(first).await {
-        tracing::debug!(%client, %target, error = %e, "tunnel ended with an error");
+        tracing::debug!(error = %e, "tunnel ended with an error");
         return;
     }
     let copied = close_when_idle(&ends.downstream, ends.idle, tokio::io::copy_bidirectional(&mut downstream, &mut upstream)).await;
     let ms = start.elapsed().as_millis() as u64;
     match copied {
-        Some(Ok((up, down))) => tracing::info!(target: "pith::access", %client, method = "CONNECT", url = %target, client_to_origin = up + first.len() as u64, origin_to_client = down, ms, outcome = "ok", "tunnel closed"),
-        Some(Err(e)) => tracing::info!(target: "pith::access", %client, method = "CONNECT", url = %target, ms, outcome = "error", error = %e, "tunnel closed"),
-        None => tracing::info!(target: "pith::access", %client, method = "CONNECT", url = %target, ms, outcome = "idle", "tunnel closed: no byte either way for {} ms (limits.tunnel_idle_timeout_ms)", ends.idle.as_millis()),
+        Some(Ok((up, down))) => tracing::info!(target: "pith::access", parent: None, %client, method = "CONNECT", url = %target, client_to_origin = up + first.len() as u64, origin_to_client = down, ms, outcome = "ok", "tunnel closed"),
+        Some(Err(e)) => tracing::info!(target: "pith::access", parent: None, %client, method = "CONNECT", url = %target, ms, outcome = "error", error = %e, "tunnel closed"),
+        None => tracing::info!(target: "pith::access", parent: None, %client, method = "CONNECT", url = %target, ms, outcome = "idle", "tunnel closed: no byte either way for {} ms (limits.tunnel_idle_timeout_ms)", ends.idle.as_millis()),
     }
 }
 
@@ -162,47 +174,47 @@ where
 fn spawn_intercept(req: Request<Incoming>, handler: Handler, host: String, port: u16) {
     let guard = handler.guard().clone();
     let (client, target) = (handler.client_addr(), format!("{host}:{port}"));
-    tokio::spawn(async move {
+    let span = tunnel_span(client, &req.uri().to_string());
+    let task = async move {
         if guard.tunnel(intercept(req, handler, host, port)).await.is_none() {
             log_closed_at_deadline(client, &target);
         }
-    });
+    };
+    tokio::spawn(task.instrument(span));
 }
 
 /// The access-log line of a tunnel still open at the drain deadline, which closed it.
 fn log_closed_at_deadline(client: std::net::SocketAddr, target: &str) {
-    tracing::info!(target: "pith::access", %client, method = "CONNECT", url = %target, outcome = "shutdown", "tunnel closed at the end of the shutdown drain");
+    tracing::info!(target: "pith::access", parent: None, %client, method = "CONNECT", url = %target, outcome = "shutdown", "tunnel closed at the end of the shutdown drain");
 }
 
 /// An intercepted tunnel: TLS is terminated and served, anything else is copied blindly.
 async fn intercept(req: Request<Incoming>, handler: Handler, host: String, port: u16) {
-    let target = handler.intercepted().map(ToString::to_string).unwrap_or_default();
     let Some(authority) = req.uri().authority().cloned() else { return };
-    let Some(mut downstream) = upgraded(req, &authority).await else { return };
+    let Some(mut downstream) = upgraded(req).await else { return };
     let mut first = [0u8; 2048];
     let read = match tokio::time::timeout(FIRST_BYTES_WAIT, downstream.read(&mut first)).await {
         Ok(Ok(0)) | Ok(Err(_)) => return,
         Ok(Ok(n)) => n,
         Err(_elapsed) => 0,
     };
-    let client = handler.client_addr();
-    let ends = Ends { client, target: authority.to_string(), downstream: handler.downstream().clone(), idle: handler.state().config.limits.tunnel_idle_timeout };
+    let ends = Ends { client: handler.client_addr(), target: authority.to_string(), downstream: handler.downstream().clone(), idle: handler.state().config.limits.tunnel_idle_timeout };
     if read > 0 && first[0] == TLS_HANDSHAKE {
         let budget = handler.state().config.limits.header_read_timeout;
         let Some(hello) = read_client_hello(&mut downstream, first[..read].to_vec(), budget).await else {
-            return tracing::debug!(%client, %target, "no complete TLS ClientHello");
+            return tracing::debug!("no complete TLS ClientHello");
         };
         match judge_sni(&handler.state().config.intercept, &host, hello.sni.as_deref()) {
             Sni::Terminate => {
                 let io = Prefixed { prefix: hello.bytes.into(), inner: downstream };
-                return terminate(io, handler, &host, &target).await;
+                return terminate(io, handler, &host).await;
             }
             Sni::Never(sni) => {
-                tracing::info!(%client, %target, sni, "the ClientHello names a host on intercept.never: tunnelled untouched");
+                tracing::info!(sni, "the ClientHello names a host on intercept.never: tunnelled untouched");
                 return blind(handler.state(), downstream, &host, port, &hello.bytes, ends).await;
             }
             Sni::Mismatch(sni) => {
-                return tracing::warn!(%client, %target, sni, "refused a TLS handshake whose SNI names another host than the CONNECT; pith issues certificates for the CONNECT host only");
+                return tracing::warn!(sni, "refused a TLS handshake whose SNI names another host than the CONNECT; pith issues certificates for the CONNECT host only");
             }
         }
     }
@@ -216,7 +228,7 @@ where
 {
     match open(state, host, port).await {
         Ok(upstream) => copy(downstream, upstream, first, ends).await,
-        Err(e) => tracing::warn!(client = %ends.client, target = %ends.target, reason = %e.reason(), "tunnel for non-TLS bytes failed"),
+        Err(e) => tracing::warn!(reason = %e.reason(), "tunnel for non-TLS bytes failed"),
     }
 }
 
@@ -289,34 +301,34 @@ async fn read_client_hello<S: AsyncRead + Unpin>(io: &mut S, mut bytes: Vec<u8>,
 
 /// Completes the TLS handshake with a leaf for the CONNECT host (the SNI was judged already),
 /// then serves the decrypted connection.
-async fn terminate<I>(io: I, handler: Handler, host: &str, target: &str)
+async fn terminate<I>(io: I, handler: Handler, host: &str)
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let (state, client) = (handler.state(), handler.client_addr());
+    let state = handler.state();
     let Some(certs) = state.certs.clone() else { return };
     let budget = state.config.limits.header_read_timeout;
     let acceptor = tokio_rustls::LazyConfigAcceptor::new(rustls::server::Acceptor::default(), io);
     let start = match tokio::time::timeout(budget, acceptor).await {
         Ok(Ok(start)) => start,
-        Ok(Err(e)) => return tracing::debug!(%client, %target, error = %e, "not a TLS ClientHello"),
-        Err(_) => return tracing::debug!(%client, %target, "no ClientHello in time"),
+        Ok(Err(e)) => return tracing::debug!(error = %e, "not a TLS ClientHello"),
+        Err(_) => return tracing::debug!("no ClientHello in time"),
     };
     let config = match certs.server_config(host).await {
         Ok(config) => config,
-        Err(e) => return tracing::warn!(%client, %target, error = %e, "cannot issue a certificate"),
+        Err(e) => return tracing::warn!(error = %e, "cannot issue a certificate"),
     };
     let tls = match tokio::time::timeout(budget, start.into_stream(config)).await {
         Ok(Ok(tls)) => tls,
         Ok(Err(e)) => {
-            return tracing::warn!(%client, %target, error = %e, "TLS handshake with the client failed; does it trust pith's CA? (http://pith/ca)");
+            return tracing::warn!(error = %e, "TLS handshake with the client failed; does it trust pith's CA? (http://pith/ca)");
         }
-        Err(_) => return tracing::debug!(%client, %target, "TLS handshake with the client timed out"),
+        Err(_) => return tracing::debug!("TLS handshake with the client timed out"),
     };
     let http2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
     let (downstream, idle) = (handler.downstream().clone(), state.config.limits.tunnel_idle_timeout);
     if close_when_idle(&downstream, idle, conn::serve_intercepted(tls, handler, http2)).await.is_none() {
-        tracing::debug!(%client, %target, "intercepted tunnel closed: no byte either way for {} ms (limits.tunnel_idle_timeout_ms)", idle.as_millis());
+        tracing::debug!("intercepted tunnel closed: no byte either way for {} ms (limits.tunnel_idle_timeout_ms)", idle.as_millis());
     }
 }
 

@@ -15,6 +15,10 @@
 //! `limits.rewrite_memory_bytes`): a page reserves its expected cost before its body is read
 //! and as it arrives; one that finds no room in time passes through unrewritten, like a page
 //! that is too large, with [`OVER_BUDGET`] in the log and in `x-pith`.
+//!
+//! What happened to a response is an [`Action`], and why a page read to be rewritten was
+//! passed through after all is a [`Stop`]: one value decides both the branch taken here and
+//! the access log's word.
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
@@ -22,7 +26,7 @@ use http::{Method, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
-use super::bodies::{self, ProxyBody, Replay};
+use super::bodies::{self, Action, ProxyBody, Replay};
 use super::budget::{self, Path, Reservation};
 use super::error::ProxyError;
 use super::forward;
@@ -48,8 +52,10 @@ pub struct Exchange<'a> {
 pub struct Served {
     /// The response for the client.
     pub response: Response<ProxyBody>,
-    /// What the access log calls it: "pass", "rewrite", "too-large" or [`OVER_BUDGET`] from
-    /// here; "hit", "revalidated" or "rewrite" when the cache serves it ([`super::cached`]).
+    /// What the access log calls it, [`Action::as_str`]: pass, rewrite, too-large or
+    /// [`OVER_BUDGET`] from here; hit, revalidated or rewrite when the cache serves it
+    /// ([`super::cached`]). A word, not an [`Action`], because the cache builds `Served` with
+    /// one; [`Action::named`] reads it back.
     pub action: &'static str,
     /// Bytes read from the origin, for a rewrite; 0 for a pass-through, whose bytes are all
     /// counted as they stream to the client (those read before it was passed through too).
@@ -58,7 +64,7 @@ pub struct Served {
 
 /// The access log's action, and the `x-pith` note, for a page passed through unrewritten
 /// because the rewrite memory budget had no room for it.
-pub const OVER_BUDGET: &str = "over-budget";
+pub const OVER_BUDGET: &str = Action::OverBudget.as_str();
 
 /// Serves an origin's response to the client.
 pub async fn respond(state: &State, ex: &Exchange<'_>, resp: Response<Incoming>) -> Result<Served, ProxyError> {
@@ -85,7 +91,7 @@ impl Rewritten {
     /// The response for the client.
     pub fn into_served(self) -> Served {
         let body = budget::rewritten(self.body, self.hold).map_err(|never| match never {}).boxed_unsync();
-        Served { response: Response::from_parts(self.parts, body), action: "rewrite", origin_bytes: self.origin_bytes }
+        Served { response: Response::from_parts(self.parts, body), action: Action::Rewrite.as_str(), origin_bytes: self.origin_bytes }
     }
 }
 
@@ -102,14 +108,14 @@ pub async fn respond_outcome(state: &State, ex: &Exchange<'_>, resp: Response<In
     let idle = state.config.upstream.body_idle_timeout;
     let Some(plan) = plan(ex, &resp, state.config.limits.max_rewrite_bytes) else {
         let resp = resp.map(|body| bodies::stream(body, idle));
-        return Ok(Outcome::Passed(pass(state, resp, Vec::new(), "pass", None)));
+        return Ok(Outcome::Passed(pass(state, resp, Vec::new(), Action::Pass, None)));
     };
     let limit = state.config.limits.max_rewrite_bytes;
     let path = Path::of(ex.profile);
     let (sent, expected) = (http_body::Body::size_hint(resp.body()).exact().unwrap_or(0), expected_size(&plan, resp.body(), limit));
     let Some(mut hold) = state.budget.reserve(budget::page_cost(path, sent, expected, expected, 0)).await else {
         let resp = resp.map(|body| bodies::stream(body, idle));
-        return Ok(Outcome::Passed(over_budget(pass(state, resp, Vec::new(), OVER_BUDGET, None), ex)));
+        return Ok(Outcome::Passed(over_budget(pass(state, resp, Vec::new(), Action::OverBudget, None), ex)));
     };
     let (mut parts, body) = resp.into_parts();
     let collected = collect(body, &plan, limit, idle, ex.host, Budgeted { hold: &mut hold, path }).await?;
@@ -118,8 +124,8 @@ pub async fn respond_outcome(state: &State, ex: &Exchange<'_>, resp: Response<In
         Collected::Stopped { raw, rest, why } => {
             // What was read stays held until it is sent.
             hold.shrink_to(raw.iter().map(|b| b.len() as u64).sum());
-            let served = pass(state, Response::from_parts(parts, rest), raw, why, Some(hold));
-            return Ok(Outcome::Passed(if why == OVER_BUDGET { over_budget(served, ex) } else { served }));
+            let served = pass(state, Response::from_parts(parts, rest), raw, why.action(), Some(hold));
+            return Ok(Outcome::Passed(if why == Stop::OverBudget { over_budget(served, ex) } else { served }));
         }
     };
     let origin_bytes = raw.iter().map(|b| b.len() as u64).sum();
@@ -210,7 +216,29 @@ enum Collected {
     /// The whole page, as read and decoded.
     Whole { raw: Vec<Bytes>, decoded: Vec<u8> },
     /// Not to be rewritten after all; `raw` was read, `rest` is the remainder.
-    Stopped { raw: Vec<Bytes>, rest: ProxyBody, why: &'static str },
+    Stopped { raw: Vec<Bytes>, rest: ProxyBody, why: Stop },
+}
+
+/// Why a page read to be rewritten is passed through after all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// Sniffing found no HTML signature: it is passed through like any other type.
+    NotHtml,
+    /// It decoded to more than `limits.max_rewrite_bytes`.
+    TooLarge,
+    /// The rewrite memory budget had no room for what it has become.
+    OverBudget,
+}
+
+impl Stop {
+    /// What the access log calls the pass-through.
+    fn action(self) -> Action {
+        match self {
+            Stop::NotHtml => Action::Pass,
+            Stop::TooLarge => Action::TooLarge,
+            Stop::OverBudget => Action::OverBudget,
+        }
+    }
 }
 
 /// A page's reservation in the rewrite memory budget, grown as the page is read, and how the
@@ -252,19 +280,19 @@ async fn collect(body: Incoming, plan: &Plan, limit: u64, idle: std::time::Durat
         let before = decoded.len();
         match decoder.decode_into(&chunk, end, &mut decoded) {
             Ok(()) => {}
-            Err(DecodeError::LimitExceeded { .. }) => return Ok(stopped(raw, body, idle, "too-large")),
+            Err(DecodeError::LimitExceeded { .. }) => return Ok(stopped(raw, body, idle, Stop::TooLarge)),
             Err(source) => return Err(ProxyError::Decode { host: host.to_string(), source }),
         }
         if sniffing && (decoded.len() >= SNIFF_BYTES || end) {
             if !looks_like_html(&decoded[..decoded.len().min(SNIFF_BYTES)]) {
-                return Ok(stopped(raw, body, idle, "pass"));
+                return Ok(stopped(raw, body, idle, Stop::NotHtml));
             }
             sniffing = false;
         }
         tags += budget::count_tags(&decoded[before..]);
         let cost = budget::page_cost(budgeted.path, raw_len, decoded.capacity() as u64, decoded.len() as u64, tags);
         if !budgeted.hold.cover(cost).await {
-            return Ok(stopped(raw, body, idle, OVER_BUDGET));
+            return Ok(stopped(raw, body, idle, Stop::OverBudget));
         }
         if end {
             return Ok(Collected::Whole { raw, decoded });
@@ -272,14 +300,14 @@ async fn collect(body: Incoming, plan: &Plan, limit: u64, idle: std::time::Durat
     }
 }
 
-fn stopped(raw: Vec<Bytes>, rest: Incoming, idle: std::time::Duration, why: &'static str) -> Collected {
+fn stopped(raw: Vec<Bytes>, rest: Incoming, idle: std::time::Duration, why: Stop) -> Collected {
     let rest = bodies::stream(rest, idle);
     Collected::Stopped { raw, rest, why }
 }
 
 /// A response streamed to the client untouched, after any bytes already read; `hold` is their
 /// share of the rewrite memory budget, given back as they are sent.
-fn pass<B>(state: &State, resp: Response<B>, read: Vec<Bytes>, action: &'static str, hold: Option<Reservation>) -> Served
+fn pass<B>(state: &State, resp: Response<B>, read: Vec<Bytes>, action: Action, hold: Option<Reservation>) -> Served
 where
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<bodies::BodyError>,
@@ -293,7 +321,7 @@ where
     };
     // Every byte, those read before the decision included, is counted as it is sent: the
     // access log's body wrapper counts a pass-through's bytes as origin bytes.
-    Served { response: Response::from_parts(parts, body), action, origin_bytes: 0 }
+    Served { response: Response::from_parts(parts, body), action: action.as_str(), origin_bytes: 0 }
 }
 
 fn strip_response_hop_by_hop(headers: &mut HeaderMap, state: &State) {

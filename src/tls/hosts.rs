@@ -4,14 +4,17 @@
 //! A pattern is a domain name, which covers the domain and every name below it
 //! (`bank.example` matches `bank.example` and `www.bank.example`, not `mybank.example`), or
 //! an IP address, which matches that address only. A leading `*.` or `.` is accepted and
-//! means the same as the bare domain, since that is how people write such lists.
+//! means the same as the bare domain, since that is how people write such lists. Names are
+//! normalised and matched as every host list in pith is ([`crate::host`]).
 
 use std::net::IpAddr;
+
+use crate::host;
 
 /// A compiled list of host patterns.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HostList {
-    /// Lower-case domain names without a trailing dot.
+    /// Domain names in [`host::normalise`]'s form.
     domains: Vec<String>,
     /// Exact addresses.
     addresses: Vec<IpAddr>,
@@ -45,7 +48,7 @@ impl HostList {
             return Ok(());
         }
         let domain = trimmed.strip_prefix("*.").or_else(|| trimmed.strip_prefix('.')).unwrap_or(trimmed);
-        let domain = domain.strip_suffix('.').unwrap_or(domain).to_ascii_lowercase();
+        let domain = host::normalise(domain).into_owned();
         if domain.is_empty() {
             return Err(bad("it is empty"));
         }
@@ -65,12 +68,7 @@ impl HostList {
         if let Ok(ip) = host.parse::<IpAddr>() {
             return self.addresses.contains(&ip);
         }
-        let host = host.strip_suffix('.').unwrap_or(host);
-        self.domains.iter().any(|d| {
-            host.len() >= d.len()
-                && host[host.len() - d.len()..].eq_ignore_ascii_case(d)
-                && (host.len() == d.len() || host.as_bytes()[host.len() - d.len() - 1] == b'.')
-        })
+        host::find_by_suffix(host, |suffix| self.domains.iter().find(|d| *d == suffix)).is_some()
     }
 
     /// True when the list names nothing.

@@ -12,7 +12,7 @@
 //! What it does not cover it does not guess: on anything outside its subset (foster parenting,
 //! the adoption agency beyond popping, templates, framesets, MathML, a second
 //! `<body>` with attributes, the depth guard, …) it *bails*: it sets a flag, the tokenizer
-//! stops, and [`super::build::parse_filtered`] parses the page again with html5ever. The tests
+//! stops, and the dispatcher (`super::parse`) parses the page again with html5ever. The tests
 //! hold it to the same tree as that path for every input it accepts, so a bail costs time on a
 //! rare page and never changes a result.
 //!

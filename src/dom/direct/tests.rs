@@ -6,7 +6,7 @@ use proptest::prelude::*;
 use super::super::build::parse_with_html5ever;
 use super::super::{BuildFilter, Filtered, Tree, MAX_DEPTH};
 use crate::html::rules::RuleSet;
-use crate::html::stage1::TreeRules;
+use crate::html::rules::TreeRules;
 
 fn declutter() -> &'static TreeRules {
     static RULES: std::sync::OnceLock<RuleSet> = std::sync::OnceLock::new();
