@@ -59,7 +59,7 @@ function parseArgs(argv) {
   return args;
 }
 
-/// The page's own statement of its title: og:title, then <title>, each also without a site name.
+// The page's own statement of its title: og:title, then <title>, each also without a site name.
 function titleCandidates(html) {
   const found = [];
   const decode = (s) =>
@@ -95,7 +95,7 @@ function normalise(s) {
   return s.toLowerCase().normalize('NFKC').replace(/[\u2018\u2019\u201c\u201d"'`´]/g, '').replace(/\s+/g, ' ').trim();
 }
 
-/// True when a heading's text is the title, or holds it, or is most of it.
+// True when a heading's text is the title, or holds it, or is most of it.
 function carriesTitle(heading, titles) {
   const h = normalise(heading);
   if (h.length < 4) return false;
@@ -123,7 +123,7 @@ function serve(folders) {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
 
-/// The original page's headline ([`title` above]), or null when it has no shown <h1>.
+// The original page's headline (see "title" in the header), or null when it has no shown <h1>.
 async function headline(page, url, titles) {
   await page.goto(url, { waitUntil: 'domcontentloaded', timeout: PAGE_TIMEOUT_MS });
   const h1s = await page.evaluate(() =>
