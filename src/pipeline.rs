@@ -578,8 +578,8 @@ fn declutter_page(mut tree: Tree, stage2: &Stage2, output: Output, page_url: Opt
             retainer::insert_html(&tree, page, &retainer::html_section(&retained))
         }
         Output::Text | Output::Content => {
-            // The listener's form opens on the title too; the content form stays the content.
-            let mut text = title.filter(|_| output == Output::Text).map(|t| t + "\n").unwrap_or_default();
+            // The listener's form opens on the title too (`title` is never set for the content form).
+            let mut text = title.map(|t| t + "\n").unwrap_or_default();
             text.push_str(&crate::render::text::render(&tree));
             text.push_str(&retainer::text_section(&retained));
             text
