@@ -9,35 +9,12 @@ use http::StatusCode;
 use tokio::sync::Notify;
 
 use crate::common::origin::{reply_stream, status, Received};
+use crate::common::got::{send, Got};
 use crate::common::{assert_decluttered, reply, Origin, Pith, CLUTTERED};
 
-/// One response as the client saw it.
-struct Got {
-    status: u16,
-    headers: reqwest::header::HeaderMap,
-    body: String,
-}
-
-impl Got {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers.get(name).map(|v| v.to_str().expect("ASCII header"))
-    }
-
-    fn x_cache(&self) -> Option<&str> {
-        self.header("x-cache")
-    }
-}
 
 async fn get(client: &reqwest::Client, url: &str, headers: &[(&str, &str)]) -> Got {
-    let mut req = client.get(url);
-    for (name, value) in headers {
-        req = req.header(*name, *value);
-    }
-    let resp = req.send().await.expect("the proxy answers");
-    let status = resp.status().as_u16();
-    let headers = resp.headers().clone();
-    let body = resp.text().await.expect("a whole body");
-    Got { status, headers, body }
+    send(client, http::Method::GET, url, headers).await
 }
 
 /// `name value` from pith's `/metrics`.

@@ -7,36 +7,8 @@ use std::sync::Arc;
 use http::{Method, StatusCode};
 
 use crate::common::origin::{Body, Received};
+use crate::common::got::{send, Got};
 use crate::common::{reply, Origin, Pith, CLUTTERED};
-
-/// One response as the client saw it.
-struct Got {
-    status: u16,
-    headers: reqwest::header::HeaderMap,
-    body: String,
-}
-
-impl Got {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers.get(name).map(|v| v.to_str().expect("ASCII header"))
-    }
-
-    fn x_cache(&self) -> Option<&str> {
-        self.header("x-cache")
-    }
-}
-
-async fn send(client: &reqwest::Client, method: Method, url: &str, headers: &[(&str, &str)]) -> Got {
-    let mut req = client.request(method, url);
-    for (name, value) in headers {
-        req = req.header(*name, *value);
-    }
-    let resp = req.send().await.expect("the proxy answers");
-    let status = resp.status().as_u16();
-    let headers = resp.headers().clone();
-    let body = resp.text().await.expect("a whole body");
-    Got { status, headers, body }
-}
 
 async fn get(client: &reqwest::Client, url: &str) -> Got {
     send(client, Method::GET, url, &[]).await

@@ -7,6 +7,7 @@
 
 pub mod binary;
 pub mod codec;
+pub mod got;
 pub mod logs;
 pub mod origin;
 pub mod raw;

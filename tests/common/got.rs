@@ -1,0 +1,34 @@
+//! One response as a test client saw it through pith, for the cache tests that read its status,
+//! headers and body together.
+
+use http::Method;
+
+/// One response as the client saw it.
+pub struct Got {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: String,
+}
+
+impl Got {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).map(|v| v.to_str().expect("ASCII header"))
+    }
+
+    pub fn x_cache(&self) -> Option<&str> {
+        self.header("x-cache")
+    }
+}
+
+/// Sends `method url` with `headers` and reads the whole response.
+pub async fn send(client: &reqwest::Client, method: Method, url: &str, headers: &[(&str, &str)]) -> Got {
+    let mut req = client.request(method, url);
+    for (name, value) in headers {
+        req = req.header(*name, *value);
+    }
+    let resp = req.send().await.expect("the proxy answers");
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let body = resp.text().await.expect("a whole body");
+    Got { status, headers, body }
+}
