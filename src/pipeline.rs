@@ -556,13 +556,17 @@ pub fn learn(profile: &Profile, doc: &[u8], content_type: Option<&str>, page_url
 fn declutter_page(mut tree: Tree, stage2: &Stage2, output: Output, page_url: Option<&str>) -> (String, Removal) {
     let Outcome { removal, retained, titled } = run_removers(&mut tree, stage2, page_url);
     // A page without a title heading gets one from its metadata: the first thing a person on
-    // a phone, or a screen reader, meets is then what the page is.
-    let title = if titled || output == Output::Content { None } else { meta::extract(&tree, page_url).title };
+    // a phone, or a screen reader, meets is then what the page is. A page without a `<title>`
+    // gets one from the same metadata: a browser tab, a bookmark and a screen reader's first
+    // words name the page.
+    let untitled = output == Output::Html && !has_title(&tree);
+    let title = if (titled && !untitled) || output == Output::Content { None } else { meta::extract(&tree, page_url).title };
+    let doc_title = if untitled { title.clone().or_else(|| first_heading(&tree)) } else { None };
     let body = match output {
         Output::Html => {
-            let heading = title.map(|t| {
+            let heading = title.as_deref().filter(|_| !titled).map(|t| {
                 let mut h = String::from("<h1>");
-                crate::render::html::escape(&t, false, &mut h);
+                crate::render::html::escape(t, false, &mut h);
                 h.push_str("</h1>");
                 h
             });
@@ -573,6 +577,7 @@ fn declutter_page(mut tree: Tree, stage2: &Stage2, output: Output, page_url: Opt
                 head: crate::render::html::PHONE_HEAD,
                 lang: lang.as_deref(),
                 body: heading.as_deref().unwrap_or_default(),
+                title: doc_title.as_deref(),
             };
             let page = crate::render::html::render_dressed(&tree, &dress);
             retainer::insert_html(&tree, page, &retainer::html_section(&retained))
@@ -586,6 +591,24 @@ fn declutter_page(mut tree: Tree, stage2: &Stage2, output: Output, page_url: Opt
         }
     };
     (body, removal)
+}
+
+/// The text of the page's first `<h1>` left in, if it has words.
+fn first_heading(tree: &Tree) -> Option<String> {
+    let h1 = tree.html_elements_named(&markup5ever::local_name!("h1")).find(|&h| !tree.is_removed(h))?;
+    Some(meta::text_of(tree, h1)).filter(|t| !t.is_empty())
+}
+
+/// Whether the page's `<head>` holds a `<title>` with text.
+fn has_title(tree: &Tree) -> bool {
+    tree.head().is_some_and(|head| {
+        // Not `stats`: a title's text is not shown, so the statistics leave it out.
+        tree.children(head).any(|c| {
+            tree.tag(c) == Some("title")
+                && !tree.is_removed(c)
+                && tree.children(c).any(|t| tree.text(t).is_some_and(|t| !t.trim().is_empty()))
+        })
+    })
 }
 
 /// The removers with the settings of the profile and the page's site rule.
@@ -651,6 +674,34 @@ mod tests {
         let titled = doc.replace("<body>", "<body><h1>Harbour closed for a week</h1>");
         let page = process(&declutter(Output::Html), titled.as_bytes(), None, Output::Html, None).expect("page");
         assert_eq!(String::from_utf8(page.body).expect("utf-8").matches("<h1>").count(), 1);
+    }
+
+    #[test]
+    fn the_declutter_page_names_what_the_page_left_unnamed() {
+        let doc = format!(
+            concat!(
+                "<html><head><meta property=og:title content='Harbour closed'></head><body><h1>Harbour closed</h1><p>{}</p>",
+                "<p><img src=/storm.jpg> <img src=/boat.jpg title=' The ferry '> <img src=/rule.png alt=''></p>",
+                "<p><a href='https://news.example/world/harbour-photos'><img src=/t.jpg></a> <a href=/share/mail><svg></svg></a></p>",
+                "<p>{}<span aria-hidden=true><a href=/more>More on the storm</a></span><i aria-hidden=true>*</i></p>",
+                "<table><tr><th>Tide</th><th>Height</th></tr><tr><td>High water, Monday noon</td><td>4.2 metres</td></tr></table>",
+                "<table><tr><th>Tide</th><th>Height</th></tr><tr><td><a href=/t>High water, Monday noon</a> and after</td><td>4.2 metres</td></tr></table>",
+                "</body></html>"
+            ),
+            PROSE.repeat(2),
+            PROSE
+        );
+        let page = process(&declutter(Output::Html), doc.as_bytes(), None, Output::Html, None).expect("page");
+        let html = String::from_utf8(page.body).expect("utf-8");
+        assert!(html.contains("<title>Harbour closed</title>"), "a page without a title gets one: {html}");
+        assert!(html.contains(r#"<span aria-hidden="false"><a href="/more">"#), "a keyboard reaches it: {html}");
+        assert!(html.contains(r#"<i aria-hidden="true">*</i>"#), "an icon stays hidden: {html}");
+        assert!(html.contains(r#"<img src="/storm.jpg" alt="">"#), "nothing known of it: {html}");
+        assert!(html.contains(r#"<img src="/boat.jpg" title=" The ferry " alt="The ferry">"#), "{html}");
+        assert!(html.contains(r#"<img src="/rule.png" alt="">"#), "decoration stays decoration: {html}");
+        assert!(html.contains(r#"<img src="/t.jpg" alt="news.example: harbour-photos">"#), "{html}");
+        assert!(html.contains(r#"<a href="/share/mail" aria-label="mail">"#), "{html}");
+        assert_eq!(html.matches(r#"<table tabindex="0">"#).count(), 1, "only the table with nothing to focus: {html}");
     }
 
     #[test]

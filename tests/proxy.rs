@@ -223,6 +223,10 @@ async fn own_pages_answer_requests_addressed_to_pith() {
     let resp = exchange(pith.addr, format!("GET / HTTP/1.1\r\nHost: {}\r\n\r\n", pith.addr).as_bytes()).await;
     assert_eq!(resp.status, 200);
     assert!(resp.text().contains("pith") && resp.text().contains("declutter"), "{}", resp.text());
+    // The built-in config defines more profiles than this one listener serves.
+    for unserved in ["<strong>reader</strong>", ">text<", ">pass<"] {
+        assert!(!resp.text().contains(unserved), "{unserved} listed: {}", resp.text());
+    }
 
     let client = pith.client();
     for url in ["http://pith/".to_string(), format!("http://{}/", pith.addr), format!("http://localhost:{}/", pith.addr.port())] {

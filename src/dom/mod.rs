@@ -178,6 +178,8 @@ mod flag {
     pub const BLOCK: u8 = 16;
     /// The node is a text node.
     pub const TEXT: u8 = 32;
+    /// The element itself says `aria-hidden="true"` (its descendants are not marked).
+    pub const ARIA_HIDDEN: u8 = 64;
 }
 
 /// The removal marks of a tree at one moment ([`Tree::removals`]).
@@ -493,6 +495,12 @@ impl Tree {
     /// no attribute hides it. Removal is not taken into account.
     pub fn is_shown(&self, id: NodeId) -> bool {
         self.has(id, flag::SHOWN)
+    }
+
+    /// Whether the element itself says `aria-hidden="true"`: hidden from screen readers, shown
+    /// on the screen.
+    pub fn is_aria_hidden(&self, id: NodeId) -> bool {
+        self.has(id, flag::ARIA_HIDDEN)
     }
 
     /// Whether the node is an `<a href>` or lies inside one.

@@ -107,6 +107,9 @@ fn mark(tree: &mut Tree) {
                 if kind & kind::BLOCK != 0 {
                     flags |= flag::BLOCK;
                 }
+                if attrs.aria_hidden {
+                    flags |= flag::ARIA_HIDDEN;
+                }
                 shown &= !attrs.hidden;
                 own.tags = 1;
                 if shown {
@@ -161,6 +164,8 @@ struct Attrs<'a> {
     href: bool,
     /// The first `type` attribute's value.
     input_type: Option<&'a str>,
+    /// `aria-hidden="true"`.
+    aria_hidden: bool,
 }
 
 impl<'a> Attrs<'a> {
@@ -169,6 +174,7 @@ impl<'a> Attrs<'a> {
             hidden: false,
             href: false,
             input_type: None,
+            aria_hidden: false,
         };
         let list = tree
             .attrs
@@ -179,6 +185,7 @@ impl<'a> Attrs<'a> {
                 local_name!("hidden") => attrs.hidden = true,
                 local_name!("style") => attrs.hidden |= !attrs.hidden && style_hides(tree.str(a.value)),
                 local_name!("href") => attrs.href = true,
+                local_name!("aria-hidden") => attrs.aria_hidden = tree.str(a.value).trim().eq_ignore_ascii_case("true"),
                 local_name!("type") if attrs.input_type.is_none() => {
                     attrs.input_type = Some(tree.str(a.value));
                 }

@@ -333,7 +333,8 @@ fn is_json_ld(tree: &Tree, id: NodeId) -> bool {
 
 /// The element's text, whitespace collapsed, with content hidden from view included (the
 /// `<title>` is in the hidden head).
-fn text_of(tree: &Tree, id: NodeId) -> String {
+/// The words of the text under `id`, joined by single spaces.
+pub(crate) fn text_of(tree: &Tree, id: NodeId) -> String {
     let mut words: Vec<&str> = Vec::new();
     for d in tree.descendants(id) {
         if let Some(text) = tree.text(d) {

@@ -90,7 +90,7 @@ pub async fn metrics(state: &State) -> Response<ProxyBody> {
     resp
 }
 
-/// pith's home page: what it is, how to use it, and the profiles of this proxy.
+/// pith's home page: what it is, how to use it, and its listeners with the profile each serves.
 pub fn home(state: &State, path: &str) -> Response<ProxyBody> {
     if let Some(resp) = ca_pages(state, path) {
         return resp;
@@ -108,11 +108,10 @@ pub fn home(state: &State, path: &str) -> Response<ProxyBody> {
     for l in &state.listeners {
         let _ = write!(body, "<li><code>{}</code>: profile <strong>{}</strong></li>", escape(&l.address.to_string()), escape(&l.profile.name));
     }
-    body.push_str("</ul><h2>HTTPS</h2><p><a href=\"/ca\">The certificate to install</a> so that pith can de-clutter HTTPS pages too.</p><h2>Profiles</h2><ul>");
-    for name in state.config.profiles.keys() {
-        let _ = write!(body, "<li>{}</li>", escape(name));
-    }
-    let _ = write!(body, "</ul><p><small>pith {}</small></p>", env!("CARGO_PKG_VERSION"));
+    // Only the profiles a listener serves: one defined in the config and served nowhere is
+    // nothing a person here can choose.
+    body.push_str("</ul><h2>HTTPS</h2><p><a href=\"/ca\">The certificate to install</a> so that pith can de-clutter HTTPS pages too.</p>");
+    let _ = write!(body, "<p><small>pith {}</small></p>", env!("CARGO_PKG_VERSION"));
     page(StatusCode::OK, "pith", &body)
 }
 

@@ -20,17 +20,20 @@
 use markup5ever::local_name;
 
 use crate::dom::{Edge, Element, NodeId, NodeKind, Ns, Tree};
+use crate::render::access;
 
 /// The whole document as HTML.
 pub fn render(tree: &Tree) -> String {
     render_node(tree, tree.root())
 }
 
-/// What the declutter page adds to the document it renders, so that it reads on a phone:
-/// markup written first in `<head>` (such as [`PHONE_HEAD`]), and a `lang` for an
-/// `<html>` that names none. The page's own `<meta name=viewport>` is left out: with its
-/// stylesheets gone, a fixed `width` makes the page desktop-wide, and `user-scalable=no` or a
-/// `maximum-scale` keeps a person from zooming in.
+/// What the declutter page adds to the document it renders, so that it reads on a phone and to
+/// a screen reader: markup written first in `<head>` (such as [`PHONE_HEAD`]), a `<title>` and
+/// a `lang` where the page has none, names for images and links the page left unnamed
+/// ([`access`]), and a tab stop on a table with nothing to focus, which the stylesheet lets
+/// scroll. The page's own `<meta name=viewport>` is left out: with its stylesheets gone, a
+/// fixed `width` makes the page desktop-wide, and `user-scalable=no` or a `maximum-scale`
+/// keeps a person from zooming in.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Dress<'a> {
     /// Markup written right after the `<head>` start tag.
@@ -39,6 +42,8 @@ pub struct Dress<'a> {
     pub lang: Option<&'a str>,
     /// Markup written right after the `<body>` start tag (a title heading the page lacks).
     pub body: &'a str,
+    /// A `<title>` for a page without one, written after `head`.
+    pub title: Option<&'a str>,
 }
 
 /// The phone viewport and stylesheet of the declutter page (about 700 bytes): a readable
@@ -138,6 +143,11 @@ fn dressed(tree: &Tree, node: NodeId, e: &Element, dress: &Dress<'_>, out: &mut 
         local_name!("head") => {
             write_start_tag(tree, node, e, out);
             out.push_str(dress.head);
+            if let Some(title) = dress.title {
+                out.push_str("<title>");
+                escape(title, false, out);
+                out.push_str("</title>");
+            }
             true
         }
         local_name!("body") if !dress.body.is_empty() => {
@@ -149,7 +159,7 @@ fn dressed(tree: &Tree, node: NodeId, e: &Element, dress: &Dress<'_>, out: &mut 
             let unnamed = tree.attr(node, "lang").is_none_or(|l| l.trim().is_empty());
             match dress.lang.filter(|_| unnamed) {
                 Some(lang) => {
-                    write_start_tag_with(tree, node, e, Some(("lang", lang)), out);
+                    write_start_tag_with(tree, node, e, &[("lang", lang)], out);
                     true
                 }
                 None => false,
@@ -157,27 +167,72 @@ fn dressed(tree: &Tree, node: NodeId, e: &Element, dress: &Dress<'_>, out: &mut 
         }
         // A void element: nothing to close, nothing inside.
         local_name!("meta") => tree.attr(node, "name").is_some_and(|n| n.trim().eq_ignore_ascii_case("viewport")),
-        _ => false,
+        _ => mended(tree, node, e, out),
     }
 }
 
-fn write_start_tag(tree: &Tree, node: NodeId, e: &Element, out: &mut String) {
-    write_start_tag_with(tree, node, e, None, out);
+/// Writes the start tag of an element the page left unnamed or out of a keyboard's reach, with
+/// what it lacks; false, having written nothing, for the others.
+///
+/// An image without `alt` is read out as its file name: it gets its `title`, or the name of the
+/// link it is alone in, else an empty `alt` (nothing is known of what it shows). A link with
+/// nothing to name it gets its destination as `aria-label`. A table with nothing to focus gets
+/// a tab stop (the stylesheet lets it scroll). `aria-hidden` on something a keyboard reaches
+/// hides from a screen reader what a keyboard user lands on: it goes.
+fn mended(tree: &Tree, node: NodeId, e: &Element, out: &mut String) -> bool {
+    let named: Option<String>;
+    let mut set: [(&str, &str); 2] = [("", ""); 2];
+    let mut n = 0;
+    match e.name {
+        local_name!("img") => {
+            let alt = tree.attr(node, "alt");
+            named = alt.is_none_or(|a| a.trim().is_empty()).then(|| access::image_in_link(tree, node)).flatten();
+            if let Some(alt) = named.as_deref().or_else(|| alt.is_none().then(|| tree.attr(node, "title").map_or("", str::trim))) {
+                set[n] = ("alt", alt);
+                n += 1;
+            }
+        }
+        local_name!("a") => {
+            named = access::textless_link(tree, node);
+            if let Some(name) = named.as_deref() {
+                set[n] = ("aria-label", name);
+                n += 1;
+            }
+        }
+        _ => {
+            if e.name == local_name!("table") && access::needs_tab_stop(tree, node) {
+                set[n] = ("tabindex", "0");
+                n += 1;
+            }
+        }
+    }
+    if tree.is_aria_hidden(node) && access::reaches_keyboard(tree, node) {
+        set[n] = ("aria-hidden", "false");
+        n += 1;
+    }
+    if n == 0 {
+        return false;
+    }
+    write_start_tag_with(tree, node, e, &set[..n], out);
+    true
 }
 
-/// The start tag, with `set` (name, value) in place of any attribute of that name.
-fn write_start_tag_with(tree: &Tree, node: NodeId, e: &Element, set: Option<(&str, &str)>, out: &mut String) {
+fn write_start_tag(tree: &Tree, node: NodeId, e: &Element, out: &mut String) {
+    write_start_tag_with(tree, node, e, &[], out);
+}
+
+/// The start tag, with each of `set` (name, value) in place of any attribute of that name.
+fn write_start_tag_with(tree: &Tree, node: NodeId, e: &Element, set: &[(&str, &str)], out: &mut String) {
     out.push('<');
     out.push_str(&e.name);
-    let set_name = set.map(|(name, _)| name);
-    for (name, value) in tree.attrs(node).filter(|(name, _)| Some(&***name) != set_name) {
+    for (name, value) in tree.attrs(node).filter(|(name, _)| !set.iter().any(|(n, _)| *n == &***name)) {
         out.push(' ');
         out.push_str(name);
         out.push_str("=\"");
         escape(value, true, out);
         out.push('"');
     }
-    if let Some((name, value)) = set {
+    for (name, value) in set {
         out.push(' ');
         out.push_str(name);
         out.push_str("=\"");
@@ -324,7 +379,7 @@ mod tests {
     #[test]
     fn a_dressed_page_gets_its_head_markup_and_lang_and_loses_its_viewport() {
         let tree = Tree::parse("<html><head><meta name=Viewport content=\"user-scalable=no\"><title>t</title></head><body><p>x</p></body></html>");
-        let dress = Dress { head: "<meta name=\"viewport\" content=\"width=device-width\">", lang: Some("de"), body: "<h1>T</h1>" };
+        let dress = Dress { head: "<meta name=\"viewport\" content=\"width=device-width\">", lang: Some("de"), body: "<h1>T</h1>", title: None };
         assert_eq!(
             render_dressed(&tree, &dress),
             "<html lang=\"de\"><head><meta name=\"viewport\" content=\"width=device-width\"><title>t</title></head><body><h1>T</h1><p>x</p></body></html>"

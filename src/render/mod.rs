@@ -9,5 +9,6 @@
 //! belongs to [`crate::extract`] and its callers.
 
 pub mod html;
+pub(crate) mod access;
 pub mod reader;
 pub mod text;

@@ -389,7 +389,7 @@ mod tests {
             => r#"<figure><img src="https://e.example/a/i.png" alt=""><figcaption>Cap</figcaption></figure><p><img src="https://e.example/lazy.jpg" alt="A cat"></p>"#;
         lists_tables_code_quotes_kept:
             "<ul><li>a</li><li>b</li></ul><table><tr><th scope=col>h</th></tr><tr><td colspan=2 bgcolor=red>c</td></tr></table><pre><code>x  &lt; y\n  z</code></pre><blockquote cite='/q'>q</blockquote>"
-            => r#"<ul><li>a</li><li>b</li></ul><table><tbody><tr><th scope="col">h</th></tr><tr><td colspan="2">c</td></tr></tbody></table><pre><code>x  &lt; y
+            => r#"<ul><li>a</li><li>b</li></ul><table tabindex="0"><tbody><tr><th scope="col">h</th></tr><tr><td colspan="2">c</td></tr></tbody></table><pre tabindex="0"><code>x  &lt; y
   z</code></pre><blockquote cite="https://e.example/q">q</blockquote>"#;
         layout_tables_are_unwrapped:
             "<table><tr><td><p>story</p></td><td>side</td></tr></table>"

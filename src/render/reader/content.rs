@@ -283,7 +283,7 @@ impl<'t> Content<'t> {
         self.out.push_str("<img");
         attr(&mut self.out, "src", &src);
         let alt = tree.attr(node, "alt").unwrap_or("").trim();
-        let named = if alt.is_empty() { link_name(tree, node) } else { None };
+        let named = if alt.is_empty() { crate::render::access::image_in_link(tree, node) } else { None };
         attr(&mut self.out, "alt", named.as_deref().unwrap_or(alt));
         self.out.push('>');
         self.written = true;
@@ -379,6 +379,16 @@ impl<'t> Content<'t> {
                 attr(&mut self.out, name, value);
             }
         }
+        match tag {
+            "a" => {
+                if let Some(name) = crate::render::access::textless_link(tree, node) {
+                    attr(&mut self.out, "aria-label", &name);
+                }
+            }
+            // The stylesheet lets both scroll sideways.
+            "table" | "pre" if crate::render::access::needs_tab_stop(tree, node) => attr(&mut self.out, "tabindex", "0"),
+            _ => {}
+        }
     }
 
     /// `href` resolved against the base; kept as written when there is no base.
@@ -428,29 +438,3 @@ fn is_layout_table(tree: &Tree, table: NodeId) -> bool {
     layout
 }
 
-/// The text an image with an empty `alt` stands for when it is all a link holds: a link
-/// without a name is announced as its address, or not at all. The image's `title`, else the
-/// link's `title` or `aria-label`, else where the link goes (its host and last path segment).
-/// `None` when the image is not alone in a link: an empty `alt` then marks decoration.
-fn link_name(tree: &Tree, img: NodeId) -> Option<String> {
-    let link = tree.ancestors(img).find(|&a| tree.tag(a) == Some("a"))?;
-    if tree.stats(link).text_chars > 0 || tree.descendants(link).filter(|&d| tree.tag(d) == Some("img")).count() > 1 {
-        return None;
-    }
-    let stated = |id: NodeId, name: &str| tree.attr(id, name).map(str::trim).filter(|t| !t.is_empty()).map(str::to_string);
-    if let Some(name) = stated(img, "title").or_else(|| stated(link, "title")).or_else(|| stated(link, "aria-label")) {
-        return Some(name);
-    }
-    let href = tree.attr(link, "href")?.trim();
-    let rest = href.split_once("://").map_or(href, |(_, rest)| rest);
-    let path = rest.split(['?', '#']).next().unwrap_or_default().trim_end_matches('/');
-    let (host, tail) = path.split_once('/').unwrap_or((path, ""));
-    let last = tail.rsplit('/').next().unwrap_or_default();
-    let name = match (host.is_empty(), last.is_empty()) {
-        (false, false) => format!("{host}: {last}"),
-        (false, true) => host.to_string(),
-        (true, false) => last.to_string(),
-        (true, true) => return None,
-    };
-    Some(name)
-}

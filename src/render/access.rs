@@ -1,0 +1,126 @@
+//! What the pages pith writes add for a screen reader or a keyboard where the page left it
+//! out: names for links and images the page left unnamed (a link whose only content is an
+//! image without `alt` is announced as its address, or skipped), and a tab stop for a region
+//! that scrolls with nothing in it to focus. Both the declutter page and the reading page use
+//! these.
+
+use crate::dom::{NodeId, Tree};
+
+/// The text an image with no or an empty `alt` stands for when it is all a link holds: the
+/// image's `title`, else the link's `title` or `aria-label`, else where the link goes
+/// ([`destination`]). `None` when the image is not alone in a link: an empty `alt` then marks
+/// decoration.
+pub(crate) fn image_in_link(tree: &Tree, img: NodeId) -> Option<String> {
+    let link = tree.ancestors(img).find(|&a| tree.tag(a) == Some("a"))?;
+    if tree.stats(link).text_chars > 0 || tree.descendants(link).filter(|&d| tree.tag(d) == Some("img")).count() > 1 {
+        return None;
+    }
+    stated(tree, img, "title")
+        .or_else(|| stated(tree, link, "title"))
+        .or_else(|| stated(tree, link, "aria-label"))
+        .map(str::to_string)
+        .or_else(|| destination(tree.attr(link, "href")?))
+}
+
+/// The name of a link with no text and no image (an icon font, an SVG without a title), when
+/// nothing names it yet: where it goes ([`destination`]). `None` when the link has text, an
+/// image (named by [`image_in_link`]), a `title`, `aria-label` or `aria-labelledby`, or no
+/// `href`.
+pub(crate) fn textless_link(tree: &Tree, link: NodeId) -> Option<String> {
+    let href = tree.attr(link, "href")?;
+    if tree.stats(link).text_chars > 0
+        || ["title", "aria-label", "aria-labelledby"].iter().any(|&a| stated(tree, link, a).is_some())
+        || tree.descendants(link).any(|d| tree.tag(d) == Some("img"))
+    {
+        return None;
+    }
+    destination(href)
+}
+
+/// A link's destination as words: its host and the last segment of its path
+/// (`example.org: harbour-closed`), or whichever of the two there is.
+pub(crate) fn destination(href: &str) -> Option<String> {
+    let href = href.trim();
+    let rest = href.split_once("://").map_or(href, |(_, rest)| rest);
+    let path = rest.split(['?', '#']).next().unwrap_or_default().trim_end_matches('/');
+    let (host, tail) = path.split_once('/').unwrap_or((path, ""));
+    let last = tail.rsplit('/').next().unwrap_or_default();
+    match (host.is_empty(), last.is_empty()) {
+        (false, false) => Some(format!("{host}: {last}")),
+        (false, true) => Some(host.to_string()),
+        (true, false) => Some(last.to_string()),
+        (true, true) => None,
+    }
+}
+
+/// Whether `id` (a table or `pre`, which the pages' stylesheets let scroll sideways) holds
+/// nothing a keyboard can focus: it then needs `tabindex="0"` of its own, or a keyboard user
+/// cannot scroll it.
+pub(crate) fn needs_tab_stop(tree: &Tree, id: NodeId) -> bool {
+    !tree.descendants(id).skip(1).any(|d| focusable(tree, d))
+}
+
+/// Whether a keyboard reaches `id` or anything inside it.
+pub(crate) fn reaches_keyboard(tree: &Tree, id: NodeId) -> bool {
+    tree.descendants(id).any(|d| focusable(tree, d))
+}
+
+/// Whether a browser puts the element in the tab order.
+fn focusable(tree: &Tree, id: NodeId) -> bool {
+    match tree.tag(id) {
+        Some("a" | "area") => tree.attr(id, "href").is_some(),
+        Some("button" | "input" | "select" | "textarea" | "iframe" | "details") => true,
+        _ => tree.attr(id, "tabindex").is_some_and(|t| t.trim().parse::<i32>().is_ok_and(|n| n >= 0)),
+    }
+}
+
+/// The attribute's value, trimmed, when it says something.
+fn stated<'t>(tree: &'t Tree, id: NodeId, name: &str) -> Option<&'t str> {
+    tree.attr(id, name).map(str::trim).filter(|t| !t.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn first(tree: &Tree, tag: &str) -> NodeId {
+        tree.descendants(tree.root()).find(|&d| tree.tag(d) == Some(tag)).expect("the element")
+    }
+
+    #[test]
+    fn an_image_alone_in_a_link_is_named_by_title_then_destination() {
+        let t = Tree::parse("<a href='https://news.example/world/harbour-closed/'><img src=x.jpg></a>");
+        assert_eq!(image_in_link(&t, first(&t, "img")).as_deref(), Some("news.example: harbour-closed"));
+        let t = Tree::parse("<a href=/a title=' Harbour '><img src=x.jpg></a>");
+        assert_eq!(image_in_link(&t, first(&t, "img")).as_deref(), Some("Harbour"));
+        let t = Tree::parse("<a href=/a><img src=x.jpg> Harbour</a>");
+        assert_eq!(image_in_link(&t, first(&t, "img")), None, "the link's text names it");
+        let t = Tree::parse("<p><img src=x.jpg></p>");
+        assert_eq!(image_in_link(&t, first(&t, "img")), None, "not in a link");
+    }
+
+    #[test]
+    fn a_textless_link_is_named_by_its_destination_unless_something_names_it() {
+        let t = Tree::parse("<a href='https://social.example/share?u=1'><svg></svg></a>");
+        assert_eq!(textless_link(&t, first(&t, "a")).as_deref(), Some("social.example: share"));
+        for html in ["<a href=/x>text</a>", "<a href=/x aria-label=Share></a>", "<a href=/x><img src=i></a>", "<a name=top></a>"] {
+            let t = Tree::parse(html);
+            assert_eq!(textless_link(&t, first(&t, "a")), None, "{html}");
+        }
+        assert_eq!(destination("#"), None);
+    }
+
+    #[test]
+    fn a_region_with_nothing_to_focus_needs_a_tab_stop() {
+        let t = Tree::parse("<table><tr><td>1</td><td>2</td></tr></table>");
+        assert!(needs_tab_stop(&t, first(&t, "table")));
+        let t = Tree::parse("<table><tr><td><a href=/x>1</a></td></tr></table>");
+        assert!(!needs_tab_stop(&t, first(&t, "table")));
+        let t = Tree::parse("<pre><span tabindex=-1>x</span></pre>");
+        assert!(needs_tab_stop(&t, first(&t, "pre")), "tabindex -1 is not a tab stop");
+        let t = Tree::parse("<div aria-hidden=true><span><a href=/x>x</a></span></div>");
+        assert!(reaches_keyboard(&t, first(&t, "div")) && reaches_keyboard(&t, first(&t, "a")));
+        let t = Tree::parse("<div aria-hidden=true><span>icon</span></div>");
+        assert!(!reaches_keyboard(&t, first(&t, "div")));
+    }
+}
