@@ -705,6 +705,19 @@ mod tests {
     }
 
     #[test]
+    fn the_declutter_page_drops_the_roles_and_states_of_widgets_whose_scripts_are_gone() {
+        let doc = format!(
+            "<body><div role=main aria-label=Story><p>{}<span role=button aria-pressed=false aria-controls=p1 \
+             aria-label='More photos' tabindex=0>Photos</span></p><p>{}</p></div></body>",
+            PROSE, PROSE
+        );
+        let page = process(&declutter(Output::Html), doc.as_bytes(), None, Output::Html, None).expect("page");
+        let html = String::from_utf8(page.body).expect("utf-8");
+        assert!(html.contains(r#"<div role="main" aria-label="Story">"#), "a landmark and a name stay: {html}");
+        assert!(html.contains(r#"<span aria-label="More photos" tabindex="0">Photos</span>"#), "{html}");
+    }
+
+    #[test]
     fn judge_wants_enough_text_and_not_mostly_links() {
         let article = Tree::parse(&format!("<p>{}</p><a href=/x>one link</a>", PROSE.repeat(3)));
         assert_eq!(judge(&article, Algorithm::Pith), None);

@@ -180,6 +180,8 @@ mod flag {
     pub const TEXT: u8 = 32;
     /// The element itself says `aria-hidden="true"` (its descendants are not marked).
     pub const ARIA_HIDDEN: u8 = 64;
+    /// The element's `role` names a widget (a button, a tab, a menu, ...).
+    pub const WIDGET: u8 = 128;
 }
 
 /// The removal marks of a tree at one moment ([`Tree::removals`]).
@@ -501,6 +503,12 @@ impl Tree {
     /// on the screen.
     pub fn is_aria_hidden(&self, id: NodeId) -> bool {
         self.has(id, flag::ARIA_HIDDEN)
+    }
+
+    /// Whether the element's `role` names a widget, a control its page's scripts made of it: a
+    /// button, a tab, a menu, a slider, ...
+    pub fn is_widget(&self, id: NodeId) -> bool {
+        self.has(id, flag::WIDGET)
     }
 
     /// Whether the node is an `<a href>` or lies inside one.

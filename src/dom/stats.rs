@@ -110,6 +110,9 @@ fn mark(tree: &mut Tree) {
                 if attrs.aria_hidden {
                     flags |= flag::ARIA_HIDDEN;
                 }
+                if attrs.widget {
+                    flags |= flag::WIDGET;
+                }
                 shown &= !attrs.hidden;
                 own.tags = 1;
                 if shown {
@@ -166,6 +169,8 @@ struct Attrs<'a> {
     input_type: Option<&'a str>,
     /// `aria-hidden="true"`.
     aria_hidden: bool,
+    /// A `role` naming a widget ([`WIDGET_ROLES`]).
+    widget: bool,
 }
 
 impl<'a> Attrs<'a> {
@@ -175,6 +180,7 @@ impl<'a> Attrs<'a> {
             href: false,
             input_type: None,
             aria_hidden: false,
+            widget: false,
         };
         let list = tree
             .attrs
@@ -186,6 +192,7 @@ impl<'a> Attrs<'a> {
                 local_name!("style") => attrs.hidden |= !attrs.hidden && style_hides(tree.str(a.value)),
                 local_name!("href") => attrs.href = true,
                 local_name!("aria-hidden") => attrs.aria_hidden = tree.str(a.value).trim().eq_ignore_ascii_case("true"),
+                local_name!("role") => attrs.widget = is_widget_role(tree.str(a.value)),
                 local_name!("type") if attrs.input_type.is_none() => {
                     attrs.input_type = Some(tree.str(a.value));
                 }
@@ -194,6 +201,21 @@ impl<'a> Attrs<'a> {
         }
         attrs
     }
+}
+
+/// The WAI-ARIA roles of widgets and their containers: a page's scripts make an element one of
+/// these; the first role of a `role` list is the one a browser uses.
+const WIDGET_ROLES: &[&str] = &[
+    "alertdialog", "application", "button", "checkbox", "combobox", "dialog", "grid", "gridcell", "link", "listbox",
+    "menu", "menubar", "menuitem", "menuitemcheckbox", "menuitemradio", "option", "progressbar", "radio", "radiogroup",
+    "scrollbar", "searchbox", "slider", "spinbutton", "switch", "tab", "tablist", "tabpanel", "textbox", "tooltip",
+    "tree", "treegrid", "treeitem",
+];
+
+/// Whether a `role` value names a widget ([`WIDGET_ROLES`]).
+fn is_widget_role(value: &str) -> bool {
+    let first = value.split_ascii_whitespace().next().unwrap_or_default();
+    WIDGET_ROLES.iter().any(|r| r.eq_ignore_ascii_case(first))
 }
 
 /// [`super::is_block`]: the list is [`element_kind`]'s `BLOCK` arm.

@@ -65,6 +65,13 @@ pub(crate) fn reaches_keyboard(tree: &Tree, id: NodeId) -> bool {
     tree.descendants(id).any(|d| focusable(tree, d))
 }
 
+/// Whether an attribute is a widget's role or state, dropped from an element whose `role`
+/// named a widget ([`Tree::is_widget`]): `role` and every `aria-*` but the names
+/// (`aria-label`, `aria-labelledby`, `aria-describedby`) and `aria-hidden`.
+pub(crate) fn is_widget_attribute(name: &str) -> bool {
+    name == "role" || name.strip_prefix("aria-").is_some_and(|n| !matches!(n, "label" | "labelledby" | "describedby" | "hidden"))
+}
+
 /// Whether a browser puts the element in the tab order.
 fn focusable(tree: &Tree, id: NodeId) -> bool {
     match tree.tag(id) {
@@ -122,5 +129,18 @@ mod tests {
         assert!(reaches_keyboard(&t, first(&t, "div")) && reaches_keyboard(&t, first(&t, "a")));
         let t = Tree::parse("<div aria-hidden=true><span>icon</span></div>");
         assert!(!reaches_keyboard(&t, first(&t, "div")));
+    }
+
+    #[test]
+    fn a_widget_keeps_its_names_and_loses_its_role_and_state() {
+        let t = Tree::parse("<div role='Tab extra'>a</div><div role=main>b</div><span role=none>c</span>");
+        let divs: Vec<_> = t.descendants(t.root()).filter(|&d| t.tag(d).is_some()).filter(|&d| t.attr(d, "role").is_some()).collect();
+        assert_eq!(divs.iter().map(|&d| t.is_widget(d)).collect::<Vec<_>>(), [true, false, false]);
+        for name in ["role", "aria-expanded", "aria-controls", "aria-selected"] {
+            assert!(is_widget_attribute(name), "{name}");
+        }
+        for name in ["aria-label", "aria-labelledby", "aria-describedby", "aria-hidden", "class", "tabindex"] {
+            assert!(!is_widget_attribute(name), "{name}");
+        }
     }
 }

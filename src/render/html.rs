@@ -178,7 +178,10 @@ fn dressed(tree: &Tree, node: NodeId, e: &Element, dress: &Dress<'_>, out: &mut 
 /// link it is alone in, else an empty `alt` (nothing is known of what it shows). A link with
 /// nothing to name it gets its destination as `aria-label`. A table with nothing to focus gets
 /// a tab stop (the stylesheet lets it scroll). `aria-hidden` on something a keyboard reaches
-/// hides from a screen reader what a keyboard user lands on: it goes.
+/// hides from a screen reader what a keyboard user lands on: it goes. A widget's role and state
+/// ([`access::is_widget_attribute`]) go with the scripts that made them true: a `div` that
+/// said it was a button or a tab is neither now, and the panel its `aria-controls` named may
+/// be gone.
 fn mended(tree: &Tree, node: NodeId, e: &Element, out: &mut String) -> bool {
     let named: Option<String>;
     let mut set: [(&str, &str); 2] = [("", ""); 2];
@@ -210,10 +213,11 @@ fn mended(tree: &Tree, node: NodeId, e: &Element, out: &mut String) -> bool {
         set[n] = ("aria-hidden", "false");
         n += 1;
     }
-    if n == 0 {
+    let widget = tree.is_widget(node);
+    if n == 0 && !widget {
         return false;
     }
-    write_start_tag_with(tree, node, e, &set[..n], out);
+    write_start_tag_keeping(tree, node, e, &set[..n], |name| !widget || !access::is_widget_attribute(name), out);
     true
 }
 
@@ -223,9 +227,14 @@ fn write_start_tag(tree: &Tree, node: NodeId, e: &Element, out: &mut String) {
 
 /// The start tag, with each of `set` (name, value) in place of any attribute of that name.
 fn write_start_tag_with(tree: &Tree, node: NodeId, e: &Element, set: &[(&str, &str)], out: &mut String) {
+    write_start_tag_keeping(tree, node, e, set, |_| true, out);
+}
+
+/// [`write_start_tag_with`], leaving out the attributes `keep` says no to.
+fn write_start_tag_keeping(tree: &Tree, node: NodeId, e: &Element, set: &[(&str, &str)], keep: impl Fn(&str) -> bool, out: &mut String) {
     out.push('<');
     out.push_str(&e.name);
-    for (name, value) in tree.attrs(node).filter(|(name, _)| !set.iter().any(|(n, _)| *n == &***name)) {
+    for (name, value) in tree.attrs(node).filter(|(name, _)| !set.iter().any(|(n, _)| *n == &***name) && keep(name)) {
         out.push(' ');
         out.push_str(name);
         out.push_str("=\"");
