@@ -557,11 +557,15 @@ fn declutter_page(mut tree: Tree, stage2: &Stage2, output: Output, page_url: Opt
     let Outcome { removal, retained, titled } = run_removers(&mut tree, stage2, page_url);
     // A page without a title heading gets one from its metadata: the first thing a person on
     // a phone, or a screen reader, meets is then what the page is. A page without a `<title>`
-    // gets one from the same metadata: a browser tab, a bookmark and a screen reader's first
-    // words name the page.
+    // gets one from the same metadata, else its first `<h1>`, else its address: a browser tab,
+    // a bookmark and a screen reader's first words name the page.
     let untitled = output == Output::Html && !has_title(&tree);
     let title = if (titled && !untitled) || output == Output::Content { None } else { meta::extract(&tree, page_url).title };
-    let doc_title = if untitled { title.clone().or_else(|| first_heading(&tree)) } else { None };
+    let doc_title = if untitled {
+        title.clone().or_else(|| first_heading(&tree)).or_else(|| page_url.and_then(crate::render::access::destination))
+    } else {
+        None
+    };
     let body = match output {
         Output::Html => {
             let heading = title.as_deref().filter(|_| !titled).map(|t| {
@@ -702,6 +706,12 @@ mod tests {
         assert!(html.contains(r#"<img src="/t.jpg" alt="news.example: harbour-photos">"#), "{html}");
         assert!(html.contains(r#"<a href="/share/mail" aria-label="mail">"#), "{html}");
         assert_eq!(html.matches(r#"<table tabindex="0">"#).count(), 1, "only the table with nothing to focus: {html}");
+
+        // Nothing names the page but its address.
+        let bare = format!("<body><p>{PROSE}</p><p>{PROSE}</p></body>");
+        let page = process(&declutter(Output::Html), bare.as_bytes(), None, Output::Html, Some("https://news.example/world/storm-story")).expect("page");
+        let html = String::from_utf8(page.body).expect("utf-8");
+        assert!(html.contains("<title>news.example: storm-story</title>"), "{html}");
     }
 
     #[test]

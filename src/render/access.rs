@@ -115,6 +115,7 @@ mod tests {
             assert_eq!(textless_link(&t, first(&t, "a")), None, "{html}");
         }
         assert_eq!(destination("#"), None);
+        assert_eq!(destination("http://news.example/").as_deref(), Some("news.example"));
     }
 
     #[test]
