@@ -340,22 +340,24 @@ impl Entry {
 }
 
 /// Fields of a 304 that never replace a kept response's. RFC 9111 §3.2 excepts the fields a
-/// cache does not store (§3.1: hop-by-hop and proxy-authentication fields) and Content-Length.
-/// `Age` and `X-Cache` are pith's to set when it serves; `Vary` made the entry's key;
-/// `Set-Cookie` would hand one client's cookie to every other; `ETag` is refreshed apart.
-const KEPT_ON_REFRESH: [&str; 16] = [
+/// cache does not store (§3.1: hop-by-hop and proxy-authentication fields), Content-Length,
+/// and the fields the integrity of the stored bytes depends on: their coding, range and
+/// digests describe the body kept, and a 304 must not make them say otherwise (the cache test
+/// suite requires Content-Encoding, Content-MD5 and Content-Range kept). `Age` and `X-Cache`
+/// are pith's to set when it serves; `Vary` made the entry's key; `Set-Cookie` would hand one
+/// client's cookie to every other; `ETag` is refreshed apart.
+const KEPT_ON_REFRESH: [&str; 20] = [
     "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
     "proxy-authenticate", "proxy-authentication-info", "proxy-authorization", "content-length",
+    "content-encoding", "content-range", "content-md5", "digest",
     "age", "x-cache", "vary", "set-cookie", "etag",
 ];
 
-/// Fields a 304 does not replace in a rewritten page besides [`KEPT_ON_REFRESH`]: the fields
-/// the stored response depends on (§3.2). A rewritten page is pith's bytes, so its type,
-/// coding, ranges, digests and `x-pith` summary describe them, not the origin's: a 304 says
-/// nothing about them. The origin's own bytes (an [`Form::Origin`] entry) take all of these
-/// from the 304.
-const KEPT_ON_REFRESH_REWRITTEN: [&str; 8] =
-    ["content-encoding", "content-type", "content-range", "accept-ranges", "content-md5", "digest", "x-pith", "x-pith-fallback"];
+/// Fields a 304 does not replace in a rewritten page besides [`KEPT_ON_REFRESH`]: those that
+/// describe pith's bytes rather than the origin's, its type and `x-pith` summary (§3.2: the
+/// fields the stored response depends on). The origin's own bytes (a [`Form::Origin`] entry)
+/// take these from the 304.
+const KEPT_ON_REFRESH_REWRITTEN: [&str; 4] = ["content-type", "accept-ranges", "x-pith", "x-pith-fallback"];
 
 /// Replaces the kept response's fields with those of the origin's 304 (RFC 9111 §3.2), but for
 /// [`KEPT_ON_REFRESH`], for a rewritten page [`KEPT_ON_REFRESH_REWRITTEN`], and the fields the
@@ -615,6 +617,10 @@ pub struct Cache {
     max_bytes: u64,
     max_entry_bytes: u64,
     counters: Arc<Counters>,
+    /// Bytes of streamed responses being copied for the store now, and their bound
+    /// ([`Cache::hold_copy`]).
+    copying: AtomicU64,
+    max_copying: u64,
 }
 
 impl Cache {
@@ -644,13 +650,42 @@ impl Cache {
             .weigher(|url: &String, _at: &Instant| u32::try_from(url.len() + 64).unwrap_or(u32::MAX))
             .build();
         let settings = profiles.iter().map(|(name, p)| (name.clone(), settings_hash(p))).collect();
-        Cache { entries, variants, passes, invalidated, settings, serves_pass: config.pass, max_bytes: config.max_bytes, max_entry_bytes: config.max_entry_bytes, counters }
+        // Copies in flight are a quarter of the store's bound, never less than one whole entry.
+        let max_copying = (config.max_bytes / 4).max(config.max_entry_bytes);
+        Cache {
+            entries,
+            variants,
+            passes,
+            invalidated,
+            settings,
+            serves_pass: config.pass,
+            max_bytes: config.max_bytes,
+            max_entry_bytes: config.max_entry_bytes,
+            counters,
+            copying: AtomicU64::new(0),
+            max_copying,
+        }
     }
 
     /// True when requests served by `profile` use the cache: every profile, the `pass` profile
     /// unless `cache.pass = false`.
     pub fn serves(&self, profile: &Profile) -> bool {
         self.serves_pass || !profile.is_pass()
+    }
+
+    /// Takes `bytes` more of the room for copies of streamed responses in flight, or says there
+    /// is none. Each download copies up to `cache.max_entry_bytes` before it can be stored, so
+    /// many at once could hold many times that outside the store's own bound; together they may
+    /// hold a quarter of `cache.max_bytes` (at least one entry), and a download that finds no
+    /// room streams on uncopied. Given back with [`Cache::release_copy`].
+    pub fn hold_copy(&self, bytes: u64) -> bool {
+        let max = self.max_copying;
+        self.copying.fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| held.checked_add(bytes).filter(|&total| total <= max)).is_ok()
+    }
+
+    /// Gives back `bytes` taken with [`Cache::hold_copy`].
+    pub fn release_copy(&self, bytes: u64) {
+        let _ = self.copying.fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| Some(held.saturating_sub(bytes)));
     }
 
     /// The largest entry kept (`cache.max_entry_bytes`).
@@ -893,18 +928,19 @@ mod tests {
 
     /// RFC 9111 §3.2: a 304 replaces the origin's own fields of a streamed-through response,
     /// type and ETag included (they describe the origin's bytes, which are what is kept), but
-    /// never its Content-Length.
+    /// never its Content-Length, nor the coding and digests the kept bytes depend on.
     #[test]
     fn rfc9111_3_2_a_304_updates_an_origin_entry_s_own_fields() {
         let now = SystemTime::now();
-        let origin = headers(&[("cache-control", "no-cache"), ("etag", "\"v1\""), ("content-type", "image/png"), ("content-length", "4")]);
+        let origin = headers(&[("cache-control", "no-cache"), ("etag", "\"v1\""), ("content-type", "image/png"), ("content-length", "4"), ("content-encoding", "identity"), ("content-md5", "abc=")]);
         let pending = admit_head(&ask(&[]), (StatusCode::OK, &origin), origin.clone(), Form::Origin, 1 << 20, now).unwrap();
         let entry = pending.finish(Bytes::from_static(b"\x89PNG")).unwrap();
-        let not_modified = headers(&[("etag", "\"v1\""), ("content-type", "image/x-png"), ("content-length", "0"), ("x-note", "new")]);
+        let not_modified = headers(&[("etag", "\"v1\""), ("content-type", "image/x-png"), ("content-length", "0"), ("x-note", "new"), ("content-encoding", "gzip"), ("content-md5", "xyz=")]);
         let fresh = entry.refreshed(&ask(&[]), &not_modified, now).unwrap();
         assert_eq!(fresh.headers[header::CONTENT_TYPE], "image/x-png");
         assert_eq!(fresh.headers[header::ETAG], "\"v1\"", "the origin's own ETag stays strong");
         assert_eq!(fresh.headers[header::CONTENT_LENGTH], "4");
+        assert_eq!((&fresh.headers[header::CONTENT_ENCODING], &fresh.headers["content-md5"]), (&HeaderValue::from_static("identity"), &HeaderValue::from_static("abc=")), "the kept bytes' coding and digest");
         assert_eq!(fresh.headers["x-note"], "new");
         assert_eq!(fresh.body, Bytes::from_static(b"\x89PNG"));
     }

@@ -359,8 +359,9 @@ async fn rfc9111_4_3_2_if_modified_since_is_compared_as_a_date() {
     assert_eq!(origin.count("/logo.png"), 1);
 }
 
-/// RFC 9111 §4.3: a stale streamed response is revalidated with its validators, and a 304
-/// serves the kept bytes again.
+/// RFC 9111 §4.3 and §3.2: a stale streamed response is revalidated with its validators, and
+/// a 304 serves the kept bytes again, with the 304's fields in place of the kept ones but for
+/// those the kept bytes depend on (Content-Encoding, Content-Length).
 #[tokio::test]
 async fn rfc9111_4_3_a_stale_streamed_response_is_revalidated() {
     let full = Arc::new(AtomicUsize::new(0));
@@ -369,10 +370,11 @@ async fn rfc9111_4_3_a_stale_streamed_response_is_revalidated() {
     let origin = Origin::new()
         .route("/logo.png", move |r: &Received| {
             if r.header("if-none-match").as_deref() == Some("\"v1\"") {
-                return with_status(reply(&[("etag", "\"v1\""), ("cache-control", "no-cache")], ""), StatusCode::NOT_MODIFIED);
+                let head = [("etag", "\"v1\""), ("cache-control", "no-cache"), ("x-note", "new"), ("content-encoding", "gzip")];
+                return with_status(reply(&head, ""), StatusCode::NOT_MODIFIED);
             }
             counted.fetch_add(1, Ordering::SeqCst);
-            reply(&[("content-type", "image/png"), ("cache-control", "no-cache"), ("etag", "\"v1\"")], bytes.clone())
+            reply(&[("content-type", "image/png"), ("cache-control", "no-cache"), ("etag", "\"v1\""), ("x-note", "old")], bytes.clone())
         })
         .run()
         .await;
@@ -385,6 +387,8 @@ async fn rfc9111_4_3_a_stale_streamed_response_is_revalidated() {
     assert_eq!((second.status, second.x_cache()), (200, Some("REVALIDATED")));
     assert_eq!(second.body, first.body);
     assert_eq!(second.header("etag"), Some("\"v1\""));
+    assert_eq!(second.header("x-note"), Some("new"), "the 304's field replaces the kept one");
+    assert_eq!((second.header("content-encoding"), second.header("content-length")), (None, Some("4096")), "but not what the kept bytes depend on");
     assert_eq!((origin.count("/logo.png"), full.load(Ordering::SeqCst)), (2, 1));
 }
 

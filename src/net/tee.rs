@@ -9,6 +9,10 @@
 //! `Content-Length`, bad chunking, an idle origin) or is dropped because the client left drops
 //! its copy, so a cut-short body is never stored or served as whole.
 //!
+//! The copies in flight share a bound ([`Cache::hold_copy`]): a download that finds no room
+//! streams on uncopied, so many large downloads at once cannot hold many times
+//! `cache.max_entry_bytes` outside the store's own bound.
+//!
 //! The entry is stored before the body's last frame is handed on (the end of the stream, or
 //! the last data frame when the body knows it is the last, as a `Content-Length` body does),
 //! so a client that has the whole response and asks again finds it kept.
@@ -36,9 +40,22 @@ pub struct Store {
 
 type Storing = Pin<Box<dyn Future<Output = ()> + Send>>;
 
+/// Bytes held in the cache's room for copies, given back when dropped.
+struct Held {
+    cache: Arc<Cache>,
+    bytes: u64,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.cache.release_copy(self.bytes);
+    }
+}
+
 enum Copy {
-    /// Keeping the bytes, up to the pending entry's room.
-    Keeping { chunks: Vec<Bytes>, len: u64, pending: Box<Pending>, store: Store },
+    /// Keeping the bytes, up to the pending entry's room; `held` is their share of the room
+    /// for copies.
+    Keeping { chunks: Vec<Bytes>, held: Held, pending: Box<Pending>, store: Store },
     /// The body ended whole: its entry is being stored, and `last` is what the inner body
     /// yielded last (`None`: its end), handed on once the store is done.
     Storing { store: Storing, last: Option<Frame<Bytes>> },
@@ -58,7 +75,8 @@ pin_project! {
 impl<B> Tee<B> {
     /// Streams `inner`, keeping a copy to make `pending` whole and store it with `store`.
     pub fn new(inner: B, pending: Pending, store: Store) -> Self {
-        Tee { inner, copy: Copy::Keeping { chunks: Vec::new(), len: 0, pending: Box::new(pending), store } }
+        let held = Held { cache: store.cache.clone(), bytes: 0 };
+        Tee { inner, copy: Copy::Keeping { chunks: Vec::new(), held, pending: Box::new(pending), store } }
     }
 }
 
@@ -101,7 +119,7 @@ impl<B: Body<Data = Bytes>> Body for Tee<B> {
 /// has ended whole (`frame` is its end, or `ended` says it was its last), turns `copy` into
 /// [`Copy::Storing`] and gives back nothing: the frame is handed on once the entry is stored.
 fn keep<E>(copy: &mut Copy, frame: Option<Result<Frame<Bytes>, E>>, ended: bool) -> Option<Option<Result<Frame<Bytes>, E>>> {
-    let Copy::Keeping { mut chunks, mut len, pending, store } = std::mem::replace(copy, Copy::Off) else {
+    let Copy::Keeping { mut chunks, mut held, pending, store } = std::mem::replace(copy, Copy::Off) else {
         return Some(frame);
     };
     let last = match frame {
@@ -110,28 +128,33 @@ fn keep<E>(copy: &mut Copy, frame: Option<Result<Frame<Bytes>, E>>, ended: bool)
         Some(Err(e)) => return Some(Some(Err(e))),
         Some(Ok(frame)) => {
             if let Some(data) = frame.data_ref() {
-                len += data.len() as u64;
-                if len > pending.room() {
-                    tracing::debug!(url = %store.url, bytes = len, "a streamed response outgrew cache.max_entry_bytes; not kept");
+                let bytes = data.len() as u64;
+                if held.bytes + bytes > pending.room() {
+                    tracing::debug!(url = %store.url, bytes = held.bytes + bytes, "a streamed response outgrew cache.max_entry_bytes; not kept");
                     return Some(Some(Ok(frame)));
                 }
+                if !store.cache.hold_copy(bytes) {
+                    tracing::debug!(url = %store.url, "no room for another copy in flight; the response streams on, not kept");
+                    return Some(Some(Ok(frame)));
+                }
+                held.bytes += bytes;
                 if !data.is_empty() {
                     chunks.push(data.clone());
                 }
             }
             if !ended {
-                *copy = Copy::Keeping { chunks, len, pending, store };
+                *copy = Copy::Keeping { chunks, held, pending, store };
                 return Some(Some(Ok(frame)));
             }
             Some(frame)
         }
     };
-    *copy = Copy::Storing { store: stored(*pending, chunks, store), last };
+    *copy = Copy::Storing { store: stored(*pending, chunks, held, store), last };
     None
 }
 
 /// The future that makes the whole body an entry and stores it.
-fn stored(pending: Pending, chunks: Vec<Bytes>, store: Store) -> Storing {
+fn stored(pending: Pending, chunks: Vec<Bytes>, held: Held, store: Store) -> Storing {
     let body = match chunks.len() {
         0 => Bytes::new(),
         1 => chunks.into_iter().next().unwrap_or_default(),
@@ -148,6 +171,8 @@ fn stored(pending: Pending, chunks: Vec<Bytes>, store: Store) -> Storing {
             Ok(entry) => store.cache.insert(store.key, Arc::new(entry)).await,
             Err(refusal) => tracing::debug!(url = %store.url, ?refusal, "streamed response not kept"),
         }
+        // The copy is the entry's body now, weighed in the store.
+        drop(held);
     })
 }
 
@@ -230,6 +255,30 @@ mod tests {
         assert!(cache.get(&key).await.is_none());
     }
 
+    /// Copies in flight share a quarter of max_bytes: a second download that would pass it
+    /// streams on uncopied, and the room comes back when a copy ends, stored or dropped.
+    #[tokio::test]
+    async fn copies_in_flight_share_a_bound() {
+        let (cache, ask, key, pending) = setup(64 * 1024);
+        let quarter = (1u64 << 20) / 4;
+        assert!(cache.hold_copy(quarter - 10), "most of the room, taken by other downloads");
+        let store = Store { cache: cache.clone(), key: key.clone(), url: "u".into() };
+        let (seen, ok) = drain(Tee::new(body(vec![Ok(b"0123456789abcdef")]), pending, store)).await;
+        assert_eq!((seen.len(), ok), (16, true), "streamed on whole");
+        assert!(cache.get(&key).await.is_none(), "no room to copy it");
+        cache.release_copy(quarter - 10);
+        let origin = {
+            let mut h = HeaderMap::new();
+            h.insert(header::CACHE_CONTROL, HeaderValue::from_static("max-age=60"));
+            h
+        };
+        let pending = cache::admit_head(&ask, (StatusCode::OK, &origin), origin.clone(), Form::Origin, 64 * 1024, SystemTime::now()).unwrap();
+        let store = Store { cache: cache.clone(), key: key.clone(), url: "u".into() };
+        drain(Tee::new(body(vec![Ok(b"0123456789abcdef")]), pending, store)).await;
+        assert!(cache.get(&key).await.is_some(), "kept once the room is back");
+        assert!(cache.hold_copy(quarter), "every copy gave its room back");
+    }
+
     #[tokio::test]
     async fn a_body_dropped_unfinished_is_not_kept() {
         let (cache, _, key, pending) = setup(64 * 1024);
@@ -239,5 +288,6 @@ mod tests {
         assert_eq!(first, Some(Bytes::from_static(b"ab")));
         drop(tee);
         assert!(cache.get(&key).await.is_none(), "the client left: the copy is dropped");
+        assert!(cache.hold_copy((1 << 20) / 4), "and its room given back");
     }
 }
