@@ -2,24 +2,34 @@
 # Runs the public HTTP cache test suite (npm `http-cache-tests`, the suite behind cache-tests.fyi)
 # against pith and against Squid as forward proxies, in one run, and prints the comparison.
 #
-# Four runs of the whole suite, one after another, through the same client transport:
+# Four runs of the whole suite (six with --before), one after another, through the same client
+# transport:
 #   direct      the suite's client straight to its server: the no-cache baseline
 #   pith        pith, profile `suite` (rules `declutter`, preset `none`), the server's own
 #               responses (text/plain unless a test sets a type): pith's pass-through path
 #   pith-html   the same pith, a second server whose default Content-Type is text/html, so
 #               pith's rewrite-and-cache path runs
 #   squid       Debian's Squid as a forward proxy (memory cache only), the plain server
+#   pith-before, pith-html-before   with --before PATH: the same two runs through a second
+#               pith, another build (an earlier commit's), so before and after are measured
+#               in one run beside the same Squid
 # Then a table per run (passed, required failures, optional failures, dependency failures,
 # setup/harness failures; dependencies honoured, each test judged by the suite's own
 # `determineTestResult`), and pith's required failures by test id for both pith runs, marked
 # where Squid passes the same test.
 #
 # Usage: scripts/cache-tests.sh [--runs "direct pith pith-html squid"] [--keep DIR] [--no-build]
+#                               [--pith PATH] [--before PATH]
 #   --runs "…"   which runs to make (default all four; squid is left out with a note when it
 #                cannot be installed)
 #   --keep DIR   also copy each run's results JSON and the logs to DIR
 #   --no-build   use the target/release/pith already built (under $CARGO_TARGET_DIR when set)
-#   --base-port P  first of four consecutive loopback ports to use (default 28100)
+#   --pith PATH  use this pith binary and build nothing (a debug build answers the suite the
+#                same: what is cached does not depend on optimisation; two binaries of two
+#                commits can be compared this way without a release build of each)
+#   --before PATH  also run the suite through this pith binary (runs pith-before and
+#                pith-html-before, added to the default runs)
+#   --base-port P  first of five consecutive loopback ports to use (default 28100)
 #
 # Takes about two minutes and a half on a 2-core machine once built and installed (20 s per
 # run, about a minute for Squid's; the release build and the first npm/apt install come on
@@ -41,23 +51,36 @@ work=$target_dir/cache-tests
 runs="direct pith pith-html squid"
 keep=""
 build=1
+pith_bin=""
+before_bin=""
+runs_given=0
 base_port=28100
 # One whole suite run takes about a minute; past this it is stopped and counted as failed.
 run_timeout=420
 
 while [ $# -gt 0 ]; do
     case "$1" in
-        --runs) runs=$2; shift 2;;
+        --runs) runs=$2; runs_given=1; shift 2;;
         --keep) keep=$2; shift 2;;
         --no-build) build=0; shift;;
+        --pith) pith_bin=$2; build=0; shift 2;;
+        --before) before_bin=$2; shift 2;;
         --base-port) base_port=$2; shift 2;;
-        -h|--help) sed -n '2,33p' "$0"; exit 0;;
+        -h|--help) sed -n '2,42p' "$0"; exit 0;;
         *) echo "cache-tests.sh: unknown argument $1 (see --help)" >&2; exit 2;;
     esac
 done
+if [ -n "$before_bin" ] && [ "$runs_given" = 0 ]; then
+    runs="direct pith-before pith-html-before pith pith-html squid"
+fi
 for r in $runs; do
-    case "$r" in direct|pith|pith-html|squid) ;; *) echo "cache-tests.sh: --runs takes direct, pith, pith-html and/or squid, not $r" >&2; exit 2;; esac
+    case "$r" in
+        direct|pith|pith-html|squid) ;;
+        pith-before|pith-html-before) [ -n "$before_bin" ] || { echo "cache-tests.sh: $r needs --before PATH" >&2; exit 2; };;
+        *) echo "cache-tests.sh: --runs takes direct, pith, pith-html, squid, pith-before and/or pith-html-before, not $r" >&2; exit 2;;
+    esac
 done
+[ -z "$before_bin" ] || [ -x "$before_bin" ] || { echo "cache-tests.sh: --before $before_bin is not an executable" >&2; exit 2; }
 [[ "$base_port" =~ ^[1-9][0-9]*$ ]] && [ "$base_port" -lt 65530 ] || { echo "cache-tests.sh: --base-port must be a port number below 65530" >&2; exit 2; }
 [ -f "$preload" ] || { echo "cache-tests.sh: no client transport at $preload (set PITH_SHARED)" >&2; exit 1; }
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { echo "cache-tests.sh: node and npm are needed (apt-get install nodejs npm)" >&2; exit 1; }
@@ -66,8 +89,9 @@ origin_port=$base_port          # the suite's server, default types
 html_port=$((base_port + 1))    # the suite's server answering text/html
 pith_port=$((base_port + 2))
 squid_port=$((base_port + 3))
+before_port=$((base_port + 4))
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-for port in "$origin_port" "$html_port" "$pith_port" "$squid_port"; do
+for port in "$origin_port" "$html_port" "$pith_port" "$squid_port" "$before_port"; do
     if port_busy "$port"; then
         echo "cache-tests.sh: 127.0.0.1:$port is already in use; pick other ports with --base-port" >&2
         exit 1
@@ -101,10 +125,10 @@ suite=$work/node_modules/http-cache-tests
 engine=$suite
 [ -d "$suite/test-engine" ] && engine=$suite/test-engine
 
-if [[ " $runs " == *" pith"* ]]; then
+if [[ " $runs " == *" pith "* || " $runs " == *" pith-html "* ]]; then
     [ "$build" = 0 ] || (cd "$repo_root" && cargo build --release --bin pith >&2)
-    pith_bin=$target_dir/release/pith
-    [ -x "$pith_bin" ] || { echo "cache-tests.sh: no $pith_bin; run without --no-build" >&2; exit 1; }
+    [ -n "$pith_bin" ] || pith_bin=$target_dir/release/pith
+    [ -x "$pith_bin" ] || { echo "cache-tests.sh: no $pith_bin; run without --no-build, or name one with --pith" >&2; exit 1; }
 fi
 
 run=$(mktemp -d "${TMPDIR:-/tmp}/pith-cache-tests.XXXXXX")
@@ -156,21 +180,31 @@ start_server "$html_engine" "$html_port" "$run/server-html.log"
 wait_port "$origin_port" "the suite's server"
 wait_port "$html_port" "the suite's text/html server"
 
-if [[ " $runs " == *" pith"* ]]; then
-    cat > "$run/pith.toml" <<EOF
+# The suite's client opens many connections at once from one address; pith's default of 64 per
+# client (a gateway's guard) turned an occasional request into a 503 and a test into a flake.
+start_pith() { # BINARY PORT NAME
+    cat > "$run/$3.toml" <<EOF
 [log]
 level = "warn"
+[limits]
+max_connections_per_client = 1024
 [[listener]]
-address = "127.0.0.1:$pith_port"
+address = "127.0.0.1:$2"
 profile = "suite"
 [profiles.suite]
 rules = "declutter"
 output = "html"
 preset = "none"
 EOF
-    "$pith_bin" serve --config "$run/pith.toml" >"$run/pith.log" 2>&1 &
+    "$1" serve --config "$run/$3.toml" >"$run/$3.log" 2>&1 &
     pids+=($!)
-    wait_port "$pith_port" "pith"
+    wait_port "$2" "$3"
+}
+if [[ " $runs " == *" pith "* || " $runs " == *" pith-html "* ]]; then
+    start_pith "$pith_bin" "$pith_port" pith
+fi
+if [[ " $runs " == *" pith-before "* || " $runs " == *" pith-html-before "* ]]; then
+    start_pith "$before_bin" "$before_port" pith-before
 fi
 
 if [[ " $runs " == *" squid "* ]]; then
@@ -247,11 +281,18 @@ for (const label of labels) {
 }
 const names = {}
 for (const suite of tests) for (const test of suite.tests) names[test.id] = suite.id + ': ' + test.name
-for (const label of labels.filter(l => l.startsWith('pith'))) {
+for (const label of labels.filter(l => l.startsWith('pith') && !l.endsWith('-before'))) {
   const failed = Object.keys(judged[label]).filter(id => judged[label][id] === 'fail')
   console.log('')
   console.log(label + ': ' + failed.length + ' required failures' + (judged.squid ? ' (* = Squid passes it)' : ''))
   for (const id of failed) console.log('  ' + (judged.squid && judged.squid[id] === 'pass' ? '* ' : '  ') + id + '  (' + names[id] + ')')
+  const before = judged[label + '-before']
+  if (!before) continue
+  const now = judged[label]
+  const changed = Object.keys(now).filter(id => now[id] !== before[id])
+  console.log('')
+  console.log(label + ' against ' + label + '-before: ' + changed.length + ' tests judged differently')
+  for (const id of changed) console.log('    ' + before[id] + ' -> ' + now[id] + '  ' + id)
 }
 EOF
 
@@ -260,6 +301,8 @@ for label in $runs; do
         direct) run_suite direct "" "$origin_port";;
         pith) run_suite pith "http://127.0.0.1:$pith_port" "$origin_port";;
         pith-html) run_suite pith-html "http://127.0.0.1:$pith_port" "$html_port";;
+        pith-before) run_suite pith-before "http://127.0.0.1:$before_port" "$origin_port";;
+        pith-html-before) run_suite pith-html-before "http://127.0.0.1:$before_port" "$html_port";;
         squid) run_suite squid "http://127.0.0.1:$squid_port" "$origin_port";;
     esac
 done

@@ -1,17 +1,30 @@
-//! The cache of rewritten pages: a moka store bounded in bytes, and HTTP freshness (RFC 9111)
-//! decided by `http-cache-semantics` as a shared cache.
+//! The HTTP cache of the whole gateway: a moka store bounded in bytes, and HTTP freshness
+//! (RFC 9111) decided by `http-cache-semantics` as a shared cache.
+//!
+//! It keeps every storable response to a GET, in every profile, in one of two [`Form`]s: a page
+//! pith rewrote, as rewritten, or a response pith streamed through unchanged (images,
+//! stylesheets, scripts, fonts, downloads), as the origin sent it. A rewritten page is read
+//! whole before it is sent and judged with its body ([`admit`]); a streamed response is judged
+//! on its head before its first byte goes out ([`admit_head`]), copied as it streams
+//! ([`crate::net::tee`]) and made an entry only when it has ended whole
+//! ([`Pending::finish`]).
 //!
 //! This module owns what a cache needs to be correct: the [`Key`] (method, URL, profile, a hash
 //! of the profile's rules and settings, the client's encoding class, and the request headers the
-//! origin's `Vary` names), the [`Entry`] (the rewritten page as sent to clients, plus the policy
-//! that says how long it stays fresh and the origin's validators to revalidate it with), the
-//! rules for what may be stored ([`admit`]), and the counters `/metrics` reports.
+//! origin's `Vary` names), the [`Entry`] (the response as sent to clients, plus the policy that
+//! says how long it stays fresh and the origin's validators to revalidate it with), the rules
+//! for what may be stored (RFC 9111 §3: a final status other than 206 and 304 that the policy
+//! understands, no `no-store` or `private`, `Authorization` only as §3.5 allows, no `Vary: *`,
+//! within `cache.max_entry_bytes`), the client's own conditionals answered from an entry
+//! ([`Entry::is_not_modified_for`], dates compared as dates), and the counters `/metrics`
+//! reports.
 //!
 //! Fetching, rewriting and serving belong to [`crate::net`]: it asks [`Cache::get_or_fill`]
 //! with a future that fetches and rewrites, and moka's `try_get_with` runs that future once
 //! for any number of concurrent misses of one key. A fill that must not be stored ends in the
 //! future's error, which moka never caches: the waiters then fetch for themselves, so a page
-//! the origin meant for one client is never handed to another.
+//! the origin meant for one client is never handed to another. A streamed response also ends
+//! its fill at once (its body is still coming) and is stored later with [`Cache::insert`].
 //!
 //! Which `Vary` headers a URL depends on is only known once the origin has answered, so the
 //! cache remembers the names per URL ([`Cache::key`] reads them back): the first request for a
@@ -22,12 +35,14 @@
 //! invalid `Expires` as the past). An unsafe request that succeeds marks its URL's entries
 //! invalid ([`Cache::invalidate_uri`]), whatever key they are under.
 //!
-//! Where pith differs from RFC 9111 on purpose, it is because a kept page is pith's rewrite,
-//! not the origin's bytes: its `ETag` is weakened (`W/`), its `Content-Length`,
+//! Where pith differs from RFC 9111 on purpose, it is because a rewritten page is pith's
+//! rewrite, not the origin's bytes: its `ETag` is weakened (`W/`), its `Content-Length`,
 //! `Content-Type` and `Content-Encoding` are those of the rewritten, re-encoded page (so a 304
 //! from the origin does not replace them), `Content-MD5`, `Digest` and `Content-Range` are
 //! dropped, and the key holds the profile, its rules and the client's encoding class besides
-//! the URL and `Vary` values.
+//! the URL and `Vary` values. A streamed response keeps the origin's fields, and a 304 updates
+//! them as §3.2 says. Stricter than the RFC: a response with `Set-Cookie`, or to a request with
+//! `Cookie` without `public`, is not kept, so that one person's response never reaches another.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -39,7 +54,7 @@ use std::time::{Duration, Instant, SystemTime};
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, StatusCode, Uri};
-use http_cache_semantics::{AfterResponse, BeforeRequest, CacheOptions, CachePolicy, RequestLike, ResponseLike};
+use http_cache_semantics::{AfterResponse, BeforeRequest, CachePolicy, RequestLike, ResponseLike};
 use moka::notification::RemovalCause;
 
 use crate::body::Coding;
@@ -47,6 +62,9 @@ use crate::config::CacheConfig;
 use crate::pipeline::Profile;
 
 mod fields;
+mod storable;
+
+pub use storable::{admit, admit_head, is_candidate, is_conditional, is_only_if_cached, vary_names, Pending, Refusal};
 
 /// What a cache lookup needs to know of a client's request: its method, absolute URL and
 /// headers. The headers are the client's as they will be forwarded (hop-by-hop fields gone,
@@ -136,21 +154,39 @@ fn vary_values(names: &[HeaderName], request: &HeaderMap) -> Vec<(HeaderName, Ve
     names.iter().map(|n| (n.clone(), request.get_all(n).iter().cloned().collect())).collect()
 }
 
-/// One kept page: the rewritten response as it is sent to clients, and what is needed to keep
-/// it correct over time.
+/// Whose bytes an entry keeps, which decides what a 304 may change in it and how `Vary`
+/// keys it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// pith's rewrite of a page: its type, coding, length and ETag are pith's, and it is
+    /// encoded for the key's encoding class, which stands for `Accept-Encoding`.
+    Rewritten,
+    /// The origin's response as it streamed through (images, scripts, stylesheets, fonts, any
+    /// response pith does not rewrite): its fields are the origin's, and a `Vary:
+    /// Accept-Encoding` is honoured by value, since the origin chose the coding.
+    Origin,
+}
+
+/// One kept response as it is sent to clients (a rewritten page or the origin's own bytes),
+/// and what is needed to keep it correct over time.
 #[derive(Debug)]
 pub struct Entry {
-    /// The status served (always 200 today).
+    /// The status served: any final status RFC 9111 lets a shared cache store (200, 203, 204,
+    /// 301, 404, 410, …; never 206 or 304).
     pub status: StatusCode,
-    /// The rewritten response's headers, without `Age` and `X-Cache` (added when served).
+    /// The served response's headers, without `Age` and `X-Cache` (added when served).
     pub headers: HeaderMap,
-    /// The body exactly as sent: rewritten and encoded for the key's encoding class.
+    /// The body exactly as sent: rewritten and encoded for the key's encoding class, or the
+    /// origin's bytes.
     pub body: Bytes,
+    /// Whose bytes these are.
+    form: Form,
     /// Freshness and revalidation, from the origin's own response head.
     policy: CachePolicy,
-    /// The origin's `ETag` and `Last-Modified` (the served ETag is weakened).
+    /// The origin's `ETag` and `Last-Modified` (a rewritten page's served ETag is weakened).
     validators: Validators,
-    /// The origin's `Vary` names, lowercase, without Accept-Encoding (the encoding class covers it).
+    /// The origin's `Vary` names, lowercase; for a rewritten page without Accept-Encoding
+    /// (the encoding class covers it).
     vary: Arc<[HeaderName]>,
     weight: u32,
     /// When the entry was made: an unsafe request to its URL after this makes it invalid
@@ -190,7 +226,7 @@ impl Validators {
     }
 }
 
-/// Whether a kept page may be served as it is.
+/// Whether a kept response may be served as it is.
 pub enum Freshness {
     /// Serve it; `age` is for the `Age` header.
     Fresh {
@@ -270,52 +306,67 @@ impl Entry {
             return Err(RefreshError::ValidatorMismatch { etag: not_modified.get(header::ETAG).cloned() });
         };
         let mut headers = self.headers.clone();
-        refresh_headers(&mut headers, not_modified);
+        refresh_headers(&mut headers, not_modified, self.form);
         let mut validators = self.validators.clone();
         if let Some(etag) = not_modified.get(header::ETAG) {
             validators.etag = Some(etag.clone());
-            headers.insert(header::ETAG, weaken(etag));
+            let served = if self.form == Form::Rewritten { weaken(etag) } else { etag.clone() };
+            headers.insert(header::ETAG, served);
         }
         if let Some(lm) = not_modified.get(header::LAST_MODIFIED) {
             validators.last_modified = Some(lm.clone());
         }
         let clock = Clock::of(&policy, now);
-        Ok(Entry { status: self.status, headers, body: self.body.clone(), policy, validators, vary: self.vary.clone(), weight: self.weight, made: Instant::now(), clock })
+        Ok(Entry { status: self.status, headers, body: self.body.clone(), form: self.form, policy, validators, vary: self.vary.clone(), weight: self.weight, made: Instant::now(), clock })
     }
 
-    /// True when the client's own conditional headers say it already has this page:
-    /// `If-None-Match` by weak comparison, else `If-Modified-Since` compared as a date with
-    /// `Last-Modified`, or with `Date` when the page has none (RFC 9111 §4.3.2); an invalid
-    /// `If-Modified-Since` is ignored (RFC 9110 §13.1.3).
+    /// True when the client's own conditional headers say it already has this response:
+    /// `If-None-Match` by weak comparison, else `If-Modified-Since` compared as a date (never as
+    /// a string: `Friday, 02-Jan-26 00:00:00 GMT` is later than `Thu, 01 Jan 2026 00:00:00
+    /// GMT`) with `Last-Modified`, or with `Date` when the response has none, or with the time
+    /// it was stored when it has neither (RFC 9111 §4.3.2); an invalid `If-Modified-Since` is
+    /// ignored (RFC 9110 §13.1.3).
     pub fn is_not_modified_for(&self, request: &HeaderMap) -> bool {
         let tag = |v: &str| v.trim().trim_start_matches("W/").to_string();
         if let Some(inm) = request.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) {
             let Some(ours) = self.headers.get(header::ETAG).and_then(|v| v.to_str().ok()) else { return false };
             return inm.split(',').any(|t| t.trim() == "*" || tag(t) == tag(ours));
         }
-        let since = request.get(header::IF_MODIFIED_SINCE).and_then(fields::seconds_since_epoch);
-        let modified = self.headers.get(header::LAST_MODIFIED).or_else(|| self.headers.get(header::DATE)).and_then(fields::seconds_since_epoch);
-        matches!((since, modified), (Some(since), Some(modified)) if modified <= since)
+        let Some(since) = request.get(header::IF_MODIFIED_SINCE).and_then(fields::seconds_since_epoch) else { return false };
+        let stated = self.headers.get(header::LAST_MODIFIED).or_else(|| self.headers.get(header::DATE));
+        let modified = match stated {
+            Some(value) => fields::seconds_since_epoch(value),
+            None => self.clock.stored_at.duration_since(SystemTime::UNIX_EPOCH).ok().map(|d| Duration::from_secs(d.as_secs())),
+        };
+        modified.is_some_and(|modified| modified <= since)
     }
 }
 
-/// Fields of a 304 that do not replace the kept page's. RFC 9111 §3.2 excepts the fields a
+/// Fields of a 304 that never replace a kept response's. RFC 9111 §3.2 excepts the fields a
 /// cache does not store (§3.1: hop-by-hop and proxy-authentication fields), Content-Length,
-/// and the fields the stored response depends on. A kept page is pith's rewrite, so its type,
-/// coding, ranges, digests and `x-pith` summary describe pith's bytes, not the origin's: a 304
-/// says nothing about them. `Age` and `X-Cache` are pith's to set when it serves; `Vary` made
-/// the entry's key; `Set-Cookie` would hand one client's cookie to every other; `ETag` is
-/// refreshed apart, weakened (see [`weaken`]).
-const KEPT_ON_REFRESH: [&str; 24] = [
+/// and the fields the integrity of the stored bytes depends on: their coding, range and
+/// digests describe the body kept, and a 304 must not make them say otherwise (the cache test
+/// suite requires Content-Encoding, Content-MD5 and Content-Range kept). `Age` and `X-Cache`
+/// are pith's to set when it serves; `Vary` made the entry's key; `Set-Cookie` would hand one
+/// client's cookie to every other; `ETag` is refreshed apart.
+const KEPT_ON_REFRESH: [&str; 20] = [
     "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
     "proxy-authenticate", "proxy-authentication-info", "proxy-authorization", "content-length",
-    "content-encoding", "content-type", "content-range", "accept-ranges", "content-md5", "digest",
-    "age", "x-cache", "vary", "set-cookie", "x-pith", "x-pith-fallback", "etag",
+    "content-encoding", "content-range", "content-md5", "digest",
+    "age", "x-cache", "vary", "set-cookie", "etag",
 ];
 
-/// Replaces the kept page's fields with those of the origin's 304 (RFC 9111 §3.2), but for
-/// [`KEPT_ON_REFRESH`] and the fields the 304's own `Connection` names.
-fn refresh_headers(kept: &mut HeaderMap, not_modified: &HeaderMap) {
+/// Fields a 304 does not replace in a rewritten page besides [`KEPT_ON_REFRESH`]: those that
+/// describe pith's bytes rather than the origin's, its type and `x-pith` summary (§3.2: the
+/// fields the stored response depends on). The origin's own bytes (a [`Form::Origin`] entry)
+/// take these from the 304.
+const KEPT_ON_REFRESH_REWRITTEN: [&str; 4] = ["content-type", "accept-ranges", "x-pith", "x-pith-fallback"];
+
+/// Replaces the kept response's fields with those of the origin's 304 (RFC 9111 §3.2), but for
+/// [`KEPT_ON_REFRESH`], for a rewritten page [`KEPT_ON_REFRESH_REWRITTEN`], and the fields the
+/// 304's own `Connection` names.
+fn refresh_headers(kept: &mut HeaderMap, not_modified: &HeaderMap, form: Form) {
+    let is_kept = |name: &str| KEPT_ON_REFRESH.contains(&name) || (form == Form::Rewritten && KEPT_ON_REFRESH_REWRITTEN.contains(&name));
     let connection: Vec<String> = not_modified
         .get_all(header::CONNECTION)
         .iter()
@@ -324,7 +375,7 @@ fn refresh_headers(kept: &mut HeaderMap, not_modified: &HeaderMap) {
         .map(|n| n.trim().to_ascii_lowercase())
         .collect();
     for name in not_modified.keys() {
-        if KEPT_ON_REFRESH.contains(&name.as_str()) || connection.iter().any(|c| c == name.as_str()) {
+        if is_kept(name.as_str()) || connection.iter().any(|c| c == name.as_str()) {
             continue;
         }
         kept.remove(name);
@@ -342,7 +393,7 @@ fn weaken(etag: &HeaderValue) -> HeaderValue {
     }
 }
 
-/// Why a 304 could not refresh a kept page.
+/// Why a 304 could not refresh a kept response.
 #[derive(Debug, thiserror::Error)]
 pub enum RefreshError {
     /// The origin said "not modified" with an ETag that is not the kept page's.
@@ -351,108 +402,6 @@ pub enum RefreshError {
         /// The 304's ETag.
         etag: Option<HeaderValue>,
     },
-}
-
-/// Why a response is not kept. Each is also a reason it is served as a miss.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
-    /// Only 200 responses are kept: never errors, redirects or partial content.
-    Status(u16),
-    /// The origin sets a cookie: the page is someone's, not everyone's.
-    SetCookie,
-    /// The request carried a Cookie and the origin did not say `public`.
-    Credentials,
-    /// `Vary: *`: no later request can be shown to match.
-    VaryAll,
-    /// RFC 9111 forbids a shared cache to store it (no-store, private, Authorization, method).
-    Policy,
-    /// Storable, but with no freshness and no validator it could never be served again.
-    Useless,
-    /// Larger than `cache.max_entry_bytes`.
-    TooLarge {
-        /// The entry's weight.
-        bytes: u64,
-    },
-}
-
-/// Builds the entry for a rewritten page, or says why it must not be kept. `origin` is the
-/// origin's response head (status and headers as received), `served` the rewritten headers
-/// and `body` the exact bytes sent.
-pub fn admit(ask: &Ask, origin: (StatusCode, &HeaderMap), served: HeaderMap, body: Bytes, max_entry_bytes: u64, now: SystemTime) -> Result<Entry, Refusal> {
-    let (status, headers) = origin;
-    if status != StatusCode::OK {
-        return Err(Refusal::Status(status.as_u16()));
-    }
-    if headers.contains_key(header::SET_COOKIE) {
-        return Err(Refusal::SetCookie);
-    }
-    let vary = vary_names(headers).ok_or(Refusal::VaryAll)?;
-    if ask.headers.contains_key(header::COOKIE) && !has_directive(headers, "public") {
-        return Err(Refusal::Credentials);
-    }
-    let read = fields::for_policy(headers);
-    let policy = CachePolicy::new_options(ask, &Head { status, headers: &read }, now, CacheOptions::default());
-    if !policy.is_storable() {
-        return Err(Refusal::Policy);
-    }
-    let validators = Validators::of(headers);
-    if policy.time_to_live(now).is_zero() && validators.is_empty() {
-        return Err(Refusal::Useless);
-    }
-    let bytes = weigh(ask, headers, &served, body.len());
-    if bytes > max_entry_bytes {
-        return Err(Refusal::TooLarge { bytes });
-    }
-    let weight = u32::try_from(bytes).unwrap_or(u32::MAX);
-    let clock = Clock::of(&policy, now);
-    Ok(Entry { status, headers: served, body, policy, validators, vary: vary.into(), weight, made: Instant::now(), clock })
-}
-
-/// The entry's footprint: the body, the served headers, and the copies of the request and
-/// origin headers the policy keeps, plus a fixed allowance for the structures around them.
-fn weigh(ask: &Ask, origin: &HeaderMap, served: &HeaderMap, body: usize) -> u64 {
-    let size = |h: &HeaderMap| h.iter().map(|(k, v)| k.as_str().len() + v.len() + 16).sum::<usize>();
-    (body + size(origin) + size(served) + size(&ask.headers) + 2 * ask.uri.to_string().len() + 512) as u64
-}
-
-/// The request headers a response varies on, lowercase and in order, Accept-Encoding left out
-/// (the key's encoding class stands for it); `None` for `Vary: *`.
-pub fn vary_names(headers: &HeaderMap) -> Option<Vec<HeaderName>> {
-    let mut names = Vec::new();
-    for field in headers.get_all(header::VARY).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')) {
-        let field = field.trim();
-        if field == "*" {
-            return None;
-        }
-        let Ok(name) = HeaderName::from_bytes(field.to_ascii_lowercase().as_bytes()) else { continue };
-        if name != header::ACCEPT_ENCODING && !names.contains(&name) {
-            names.push(name);
-        }
-    }
-    names.sort_by(|a, b| a.as_str().cmp(b.as_str()));
-    Some(names)
-}
-
-fn has_directive(headers: &HeaderMap, directive: &str) -> bool {
-    headers
-        .get_all(header::CACHE_CONTROL)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|d| d.trim().split('=').next().is_some_and(|name| name.trim().eq_ignore_ascii_case(directive)))
-}
-
-/// True when a request may be answered from the cache or fill it: a GET for a whole
-/// representation that the client does not make conditional itself. (A client's conditional
-/// request is answered from a fresh entry, but otherwise goes to the origin as sent, so the
-/// origin can answer it.)
-pub fn is_candidate(method: &Method, headers: &HeaderMap) -> bool {
-    *method == Method::GET && !headers.contains_key(header::RANGE) && !headers.contains_key(header::IF_MATCH) && !headers.contains_key(header::IF_UNMODIFIED_SINCE) && !headers.contains_key(header::IF_RANGE)
-}
-
-/// True when the client made its request conditional on what it already has.
-pub fn is_conditional(headers: &HeaderMap) -> bool {
-    headers.contains_key(header::IF_NONE_MATCH) || headers.contains_key(header::IF_MODIFIED_SINCE)
 }
 
 /// The counters behind `/metrics`.
@@ -468,11 +417,11 @@ struct Counters {
 /// What the cache has done since start-up, and what it holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Snapshot {
-    /// Requests answered from a kept page without asking the origin.
+    /// Requests answered from a kept response without asking the origin.
     pub hits: u64,
     /// Cacheable requests that needed the origin's whole response.
     pub misses: u64,
-    /// Kept pages the origin confirmed with 304 (served without rewriting again).
+    /// Kept responses the origin confirmed with 304 (served without fetching or rewriting again).
     pub revalidations: u64,
     /// Pages stored (or stored again after changing).
     pub stores: u64,
@@ -490,7 +439,7 @@ pub struct Snapshot {
 /// waiting on other requests for it (images, scripts, private pages).
 const PASS_FOR: Duration = Duration::from_secs(30);
 
-/// The store: rewritten pages by key, bounded in bytes, plus the `Vary` names seen per URL and
+/// The store: kept responses by key, bounded in bytes, plus the `Vary` names seen per URL and
 /// the URLs recently found not worth keeping.
 pub struct Cache {
     entries: moka::future::Cache<Key, Arc<Entry>>,
@@ -499,9 +448,15 @@ pub struct Cache {
     /// When an unsafe request last succeeded, per URL: entries made before then are invalid.
     invalidated: moka::sync::Cache<String, Instant>,
     settings: BTreeMap<String, u64>,
+    /// `cache.pass`: whether the `pass` profile's requests use the cache.
+    serves_pass: bool,
     max_bytes: u64,
     max_entry_bytes: u64,
     counters: Arc<Counters>,
+    /// Bytes of streamed responses being copied for the store now, and their bound
+    /// ([`Cache::hold_copy`]).
+    copying: AtomicU64,
+    max_copying: u64,
 }
 
 impl Cache {
@@ -531,7 +486,42 @@ impl Cache {
             .weigher(|url: &String, _at: &Instant| u32::try_from(url.len() + 64).unwrap_or(u32::MAX))
             .build();
         let settings = profiles.iter().map(|(name, p)| (name.clone(), settings_hash(p))).collect();
-        Cache { entries, variants, passes, invalidated, settings, max_bytes: config.max_bytes, max_entry_bytes: config.max_entry_bytes, counters }
+        // Copies in flight are a quarter of the store's bound, never less than one whole entry.
+        let max_copying = (config.max_bytes / 4).max(config.max_entry_bytes);
+        Cache {
+            entries,
+            variants,
+            passes,
+            invalidated,
+            settings,
+            serves_pass: config.pass,
+            max_bytes: config.max_bytes,
+            max_entry_bytes: config.max_entry_bytes,
+            counters,
+            copying: AtomicU64::new(0),
+            max_copying,
+        }
+    }
+
+    /// True when requests served by `profile` use the cache: every profile, the `pass` profile
+    /// unless `cache.pass = false`.
+    pub fn serves(&self, profile: &Profile) -> bool {
+        self.serves_pass || !profile.is_pass()
+    }
+
+    /// Takes `bytes` more of the room for copies of streamed responses in flight, or says there
+    /// is none. Each download copies up to `cache.max_entry_bytes` before it can be stored, so
+    /// many at once could hold many times that outside the store's own bound; together they may
+    /// hold a quarter of `cache.max_bytes` (at least one entry), and a download that finds no
+    /// room streams on uncopied. Given back with [`Cache::release_copy`].
+    pub fn hold_copy(&self, bytes: u64) -> bool {
+        let max = self.max_copying;
+        self.copying.fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| held.checked_add(bytes).filter(|&total| total <= max)).is_ok()
+    }
+
+    /// Gives back `bytes` taken with [`Cache::hold_copy`].
+    pub fn release_copy(&self, bytes: u64) {
+        let _ = self.copying.fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| Some(held.saturating_sub(bytes)));
     }
 
     /// The largest entry kept (`cache.max_entry_bytes`).
@@ -586,7 +576,7 @@ impl Cache {
         self.entries.insert(key, entry).await;
     }
 
-    /// Marks every kept page of `url` invalid, whatever its profile, encoding or variant,
+    /// Marks every kept response of `url` invalid, whatever its profile, encoding or variant,
     /// because an unsafe request to it succeeded (RFC 9111 §4.4). An invalid page is not
     /// served again before the origin confirms it with a 304 ([`Cache::is_invalid`]): §4.4
     /// allows marking instead of removing, and a mark is one insert where finding every key of
@@ -611,7 +601,7 @@ impl Cache {
         self.passes.contains_key(&key.base)
     }
 
-    /// Counts a request answered from a kept page.
+    /// Counts a request answered from a kept response.
     pub fn count_hit(&self) {
         self.counters.hits.fetch_add(1, Ordering::Relaxed);
     }
@@ -621,7 +611,7 @@ impl Cache {
         self.counters.misses.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Counts a kept page confirmed by a 304.
+    /// Counts a kept response confirmed by a 304.
     pub fn count_revalidation(&self) {
         self.counters.revalidations.fetch_add(1, Ordering::Relaxed);
     }
@@ -660,14 +650,14 @@ pub fn render_metrics(snapshot: Option<&Snapshot>) -> String {
     let mut metric = |name: &str, kind: &str, help: &str, value: u64| {
         out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"));
     };
-    metric("pith_cache_enabled", "gauge", "1 when the cache of rewritten pages is on.", u64::from(snapshot.is_some()));
+    metric("pith_cache_enabled", "gauge", "1 when the HTTP cache is on.", u64::from(snapshot.is_some()));
     let s = snapshot.copied().unwrap_or(Snapshot { hits: 0, misses: 0, revalidations: 0, stores: 0, evictions: 0, entries: 0, bytes: 0, max_bytes: 0 });
-    metric("pith_cache_hits_total", "counter", "Requests answered from a kept page without asking the origin.", s.hits);
+    metric("pith_cache_hits_total", "counter", "Requests answered from a kept response without asking the origin.", s.hits);
     metric("pith_cache_misses_total", "counter", "Cacheable requests that needed the origin's whole response.", s.misses);
-    metric("pith_cache_revalidations_total", "counter", "Kept pages the origin confirmed with 304 Not Modified.", s.revalidations);
-    metric("pith_cache_stores_total", "counter", "Rewritten pages stored.", s.stores);
-    metric("pith_cache_evictions_total", "counter", "Kept pages dropped to stay within cache.max_bytes.", s.evictions);
-    metric("pith_cache_entries", "gauge", "Pages kept now.", s.entries);
+    metric("pith_cache_revalidations_total", "counter", "Kept responses the origin confirmed with 304 Not Modified.", s.revalidations);
+    metric("pith_cache_stores_total", "counter", "Responses stored: rewritten pages and the origin's own responses streamed through whole.", s.stores);
+    metric("pith_cache_evictions_total", "counter", "Kept responses dropped to stay within cache.max_bytes.", s.evictions);
+    metric("pith_cache_entries", "gauge", "Responses kept now.", s.entries);
     metric("pith_cache_bytes", "gauge", "Bytes kept now.", s.bytes);
     metric("pith_cache_max_bytes", "gauge", "The bound on pith_cache_bytes (cache.max_bytes).", s.max_bytes);
     out
@@ -719,8 +709,20 @@ mod tests {
     kept!(authorization_not_public, request = [("authorization", "Basic eA==")], 200, response = [("cache-control", "max-age=60")], Err(Refusal::Policy));
     kept!(authorization_public, request = [("authorization", "Basic eA==")], 200, response = [("cache-control", "public, max-age=60")], Ok(()));
     kept!(request_no_store, request = [("cache-control", "no-store")], 200, response = [("cache-control", "max-age=60")], Err(Refusal::Policy));
-    kept!(not_found, request = [], 404, response = [("cache-control", "max-age=60")], Err(Refusal::Status(404)));
-    kept!(server_error, request = [], 500, response = [("cache-control", "max-age=60")], Err(Refusal::Status(500)));
+    // RFC 9111 §3: any final status the cache understands, with explicit freshness or
+    // cacheable by default (§4.2.2: then heuristic freshness or a validator makes it useful).
+    kept!(rfc9111_3_not_found_with_max_age, request = [], 404, response = [("cache-control", "max-age=60")], Ok(()));
+    kept!(rfc9111_3_gone_with_last_modified, request = [], 410, response = [("last-modified", "Thu, 01 Jan 2026 00:00:00 GMT")], Ok(()));
+    kept!(rfc9111_3_moved_permanently, request = [], 301, response = [("cache-control", "max-age=60"), ("location", "/b")], Ok(()));
+    kept!(rfc9111_3_no_content, request = [], 204, response = [("cache-control", "max-age=60")], Ok(()));
+    kept!(rfc9111_3_found_with_max_age, request = [], 302, response = [("cache-control", "max-age=60")], Ok(()));
+    kept!(rfc9111_3_found_without_freshness, request = [], 302, response = [("last-modified", "Thu, 01 Jan 2026 00:00:00 GMT")], Err(Refusal::Policy));
+    kept!(rfc9111_3_server_error_not_understood, request = [], 500, response = [("cache-control", "max-age=60")], Err(Refusal::Policy));
+    kept!(rfc9111_3_partial_content, request = [], 206, response = [("cache-control", "max-age=60")], Err(Refusal::Status(206)));
+    kept!(rfc9111_3_not_modified, request = [], 304, response = [("cache-control", "max-age=60")], Err(Refusal::Status(304)));
+    // RFC 9111 §3.5: a request with Authorization only with must-revalidate, public or s-maxage.
+    kept!(rfc9111_3_5_authorization_s_maxage, request = [("authorization", "Basic eA==")], 200, response = [("cache-control", "s-maxage=60")], Ok(()));
+    kept!(rfc9111_3_5_authorization_must_revalidate, request = [("authorization", "Basic eA==")], 200, response = [("cache-control", "max-age=60, must-revalidate")], Ok(()));
     kept!(vary_star, request = [], 200, response = [("cache-control", "max-age=60"), ("vary", "*")], Err(Refusal::VaryAll));
     kept!(nothing_to_go_on, request = [], 200, response = [], Err(Refusal::Useless));
 
@@ -735,9 +737,61 @@ mod tests {
     #[test]
     fn vary_names_are_normalised() {
         let h = headers(&[("vary", "Accept-Encoding, User-Agent"), ("vary", "accept-language, user-agent")]);
-        let names = vary_names(&h).unwrap();
+        let names = vary_names(&h, Form::Rewritten).unwrap();
         assert_eq!(names.iter().map(HeaderName::as_str).collect::<Vec<_>>(), ["accept-language", "user-agent"]);
-        assert!(vary_names(&headers(&[("vary", "a, *")])).is_none());
+        let names = vary_names(&h, Form::Origin).unwrap();
+        assert_eq!(names.iter().map(HeaderName::as_str).collect::<Vec<_>>(), ["accept-encoding", "accept-language", "user-agent"], "the origin chose its coding by Accept-Encoding");
+        assert!(vary_names(&headers(&[("vary", "a, *")]), Form::Origin).is_none());
+    }
+
+    /// A streamed response is judged on its head: its room is what is left of
+    /// `max_entry_bytes` beside the headers, a stated Content-Length past it is refused at once,
+    /// and a body that outgrows it is refused when finished.
+    #[test]
+    fn a_pending_entry_has_room_for_its_body() {
+        let origin = headers(&[("cache-control", "max-age=60")]);
+        let pending = admit_head(&ask(&[]), (StatusCode::OK, &origin), origin.clone(), Form::Origin, 4096, SystemTime::now()).unwrap();
+        let room = pending.room();
+        assert!(room > 0 && room < 4096, "{room}");
+        let entry = pending.finish(Bytes::from(vec![b'x'; room as usize])).expect("fits exactly");
+        assert_eq!(u64::from(entry.weight()), 4096);
+        let pending = admit_head(&ask(&[]), (StatusCode::OK, &origin), origin.clone(), Form::Origin, 4096, SystemTime::now()).unwrap();
+        assert!(matches!(pending.finish(Bytes::from(vec![b'x'; room as usize + 1])), Err(Refusal::TooLarge { .. })));
+        let stated = headers(&[("cache-control", "max-age=60"), ("content-length", "5000")]);
+        let refused = admit_head(&ask(&[]), (StatusCode::OK, &stated), stated.clone(), Form::Origin, 4096, SystemTime::now());
+        assert!(matches!(refused, Err(Refusal::TooLarge { bytes }) if bytes > 5000));
+    }
+
+    /// RFC 9111 §3.2: a 304 replaces the origin's own fields of a streamed-through response,
+    /// type and ETag included (they describe the origin's bytes, which are what is kept), but
+    /// never its Content-Length, nor the coding and digests the kept bytes depend on.
+    #[test]
+    fn rfc9111_3_2_a_304_updates_an_origin_entry_s_own_fields() {
+        let now = SystemTime::now();
+        let origin = headers(&[("cache-control", "no-cache"), ("etag", "\"v1\""), ("content-type", "image/png"), ("content-length", "4"), ("content-encoding", "identity"), ("content-md5", "abc=")]);
+        let pending = admit_head(&ask(&[]), (StatusCode::OK, &origin), origin.clone(), Form::Origin, 1 << 20, now).unwrap();
+        let entry = pending.finish(Bytes::from_static(b"\x89PNG")).unwrap();
+        let not_modified = headers(&[("etag", "\"v1\""), ("content-type", "image/x-png"), ("content-length", "0"), ("x-note", "new"), ("content-encoding", "gzip"), ("content-md5", "xyz=")]);
+        let fresh = entry.refreshed(&ask(&[]), &not_modified, now).unwrap();
+        assert_eq!(fresh.headers[header::CONTENT_TYPE], "image/x-png");
+        assert_eq!(fresh.headers[header::ETAG], "\"v1\"", "the origin's own ETag stays strong");
+        assert_eq!(fresh.headers[header::CONTENT_LENGTH], "4");
+        assert_eq!((&fresh.headers[header::CONTENT_ENCODING], &fresh.headers["content-md5"]), (&HeaderValue::from_static("identity"), &HeaderValue::from_static("abc=")), "the kept bytes' coding and digest");
+        assert_eq!(fresh.headers["x-note"], "new");
+        assert_eq!(fresh.body, Bytes::from_static(b"\x89PNG"));
+    }
+
+    /// RFC 9111 §4.3.2: without Last-Modified or Date, If-Modified-Since is compared with the
+    /// time the response was stored.
+    #[test]
+    fn rfc9111_4_3_2_if_modified_since_without_dates_uses_the_time_stored() {
+        let origin = headers(&[("cache-control", "max-age=60")]);
+        let entry = admit(&ask(&[]), (StatusCode::OK, &origin), HeaderMap::new(), Bytes::new(), 1 << 20, SystemTime::now()).unwrap();
+        let date = |t: SystemTime| httpdate::fmt_http_date(t);
+        let later = date(SystemTime::now() + Duration::from_secs(3600));
+        let earlier = date(SystemTime::now() - Duration::from_secs(3600));
+        assert!(entry.is_not_modified_for(&headers(&[("if-modified-since", later.as_str())])));
+        assert!(!entry.is_not_modified_for(&headers(&[("if-modified-since", earlier.as_str())])));
     }
 
     #[test]
@@ -819,18 +873,25 @@ mod tests {
     }
 
     #[test]
+    fn only_if_cached_is_read_in_any_case() {
+        assert!(is_only_if_cached(&headers(&[("cache-control", "max-age=0, Only-If-Cached")])));
+        assert!(!is_only_if_cached(&headers(&[("cache-control", "no-cache")])));
+        assert!(!is_only_if_cached(&headers(&[])));
+    }
+
+    #[test]
     fn candidates_are_whole_unconditional_gets() {
         assert!(is_candidate(&Method::GET, &headers(&[])));
         assert!(is_candidate(&Method::GET, &headers(&[("if-none-match", "\"a\"")])), "answered from a fresh page");
         assert!(!is_candidate(&Method::POST, &headers(&[])));
-        assert!(!is_candidate(&Method::HEAD, &headers(&[])));
+        assert!(is_candidate(&Method::HEAD, &headers(&[])), "answered from a stored GET");
         assert!(!is_candidate(&Method::GET, &headers(&[("range", "bytes=0-1")])));
     }
 
     fn cache(max_bytes: u64) -> (Cache, Arc<Profile>) {
         let profile = Arc::new(Profile::new("declutter", Arc::new(crate::html::rules::RuleSet::empty()), crate::pipeline::Output::Html));
         let profiles = BTreeMap::from([("declutter".to_string(), profile.clone())]);
-        (Cache::new(&CacheConfig { enabled: true, max_bytes, max_entry_bytes: max_bytes }, &profiles), profile)
+        (Cache::new(&CacheConfig { enabled: true, pass: true, max_bytes, max_entry_bytes: max_bytes }, &profiles), profile)
     }
 
     #[tokio::test]
@@ -842,7 +903,7 @@ mod tests {
         assert_ne!(cache.key(&en, &profile, Coding::Identity), cache.key(&en, &profile, Coding::Gzip));
         // The same profile name with other rules (a changed config) keys differently.
         let other = Arc::new(Profile::new("declutter", Arc::new(crate::html::rules::RuleSet::builtin("declutter").unwrap()), crate::pipeline::Output::Html));
-        let changed = Cache::new(&CacheConfig { enabled: true, max_bytes: 1 << 20, max_entry_bytes: 1 << 20 }, &BTreeMap::from([("declutter".to_string(), other.clone())]));
+        let changed = Cache::new(&CacheConfig { enabled: true, pass: true, max_bytes: 1 << 20, max_entry_bytes: 1 << 20 }, &BTreeMap::from([("declutter".to_string(), other.clone())]));
         assert_ne!(cache.key(&en, &profile, Coding::Identity), changed.key(&en, &other, Coding::Identity), "changed rules, new key");
         let origin = headers(&[("cache-control", "max-age=60"), ("vary", "Accept-Language")]);
         let entry = admit(&en, (StatusCode::OK, &origin), HeaderMap::new(), Bytes::new(), 1 << 20, SystemTime::now()).unwrap();

@@ -299,8 +299,10 @@ const MAX_MILLIS: u64 = 86_400_000;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RawCache {
-    /// Keep rewritten pages in memory.
+    /// Keep storable responses in memory.
     pub enabled: bool,
+    /// The `pass` profile's requests use the cache too.
+    pub pass: bool,
     /// Bytes all entries may take together.
     pub max_bytes: Spanned<u64>,
     /// Bytes one entry may take.
@@ -309,7 +311,7 @@ pub struct RawCache {
 
 impl Default for RawCache {
     fn default() -> Self {
-        RawCache { enabled: true, max_bytes: Spanned::new(0..0, 64 << 20), max_entry_bytes: Spanned::new(0..0, 1 << 20) }
+        RawCache { enabled: true, pass: true, max_bytes: Spanned::new(0..0, 64 << 20), max_entry_bytes: Spanned::new(0..0, 1 << 20) }
     }
 }
 
@@ -393,7 +395,7 @@ pub struct Config {
     pub limits: Limits,
     /// Every profile by name, `pass` included.
     pub profiles: BTreeMap<String, Arc<Profile>>,
-    /// The cache of rewritten pages.
+    /// The HTTP cache.
     pub cache: CacheConfig,
     /// HTTPS interception policy and the CA's folder.
     pub intercept: InterceptConfig,
@@ -429,11 +431,15 @@ impl InterceptConfig {
 /// Validated `[cache]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CacheConfig {
-    /// Rewritten pages are kept and served again while HTTP says they are fresh.
+    /// Storable responses (rewritten pages and the origin's own) are kept and served again
+    /// while HTTP says they are fresh.
     pub enabled: bool,
+    /// The `pass` profile's requests use the cache too: a gateway that passes pages through
+    /// still saves the bandwidth of every image and script fetched twice.
+    pub pass: bool,
     /// Bytes all entries may take together (bodies, headers and keys).
     pub max_bytes: u64,
-    /// Bytes one entry may take; a larger page is served but not kept.
+    /// Bytes one entry may take; a larger response is served but not kept.
     pub max_entry_bytes: u64,
 }
 
@@ -889,7 +895,7 @@ impl Validator<'_> {
         if c.enabled && max_entry_bytes > max_bytes {
             return Err(self.err(c.max_entry_bytes.span(), "cache.max_entry_bytes", format!("{max_entry_bytes} is more than cache.max_bytes ({max_bytes})")));
         }
-        Ok(CacheConfig { enabled: c.enabled, max_bytes, max_entry_bytes })
+        Ok(CacheConfig { enabled: c.enabled, pass: c.pass, max_bytes, max_entry_bytes })
     }
 }
 
@@ -991,7 +997,7 @@ mod tests {
         assert_eq!((c.limits.rewrite_memory_bytes, c.limits.rewrite_memory_wait), (256 << 20, Duration::from_millis(50)));
         assert_eq!(c.upstream.connect_ports, vec![443]);
         assert!(c.upstream.deny.is_empty() && !c.upstream.deny_private, "no destination is refused by default");
-        assert_eq!(c.cache, CacheConfig { enabled: true, max_bytes: 64 << 20, max_entry_bytes: 1 << 20 });
+        assert_eq!(c.cache, CacheConfig { enabled: true, pass: true, max_bytes: 64 << 20, max_entry_bytes: 1 << 20 });
         assert_eq!((c.limits.max_headers, c.limits.client_rate, c.limits.drain_timeout), (DEFAULT_MAX_HEADERS, None, Duration::from_secs(10)));
         assert_eq!(
             (c.limits.max_connections_per_client, c.limits.client_write_timeout, c.limits.tunnel_idle_timeout),

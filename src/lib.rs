@@ -19,7 +19,7 @@
 //! |---|---|
 //! | [`addr`] | IP address classes: public or special-purpose (IANA registries), for the deny rules and the open-proxy check |
 //! | [`host`] | host names: one normal form and one suffix match for every host list (interception policy, site rules) |
-//! | [`cache`] | rewritten pages kept in memory (moka, bounded in bytes), fresh by RFC 9111 |
+//! | [`cache`] | every storable response kept in memory (rewritten pages as rewritten, others as the origin sent them; moka, bounded in bytes), fresh by RFC 9111 |
 //! | [`config`] | `proxy.toml`: raw serde mirror → validated [`config::Config`]; errors name file:line and key |
 //! | [`tls`] | HTTPS interception: the local CA, per-host leaf certificates (moka), host policy lists |
 //! | [`net`] | listeners, connections, admission, forwarding, CONNECT tunnels, the proxy's own pages |

@@ -7,6 +7,7 @@ mod common;
 mod access;
 mod budget;
 mod cache;
+mod cache_all;
 mod cache_rfc;
 mod charset;
 mod codings;

@@ -1,40 +1,50 @@
 //! The cache, forward and respond steps of a request, in that order.
 //!
-//! A request the cache may answer ([`crate::cache::is_candidate`]: a GET, not a range, for a
-//! profile other than `pass`) is looked up first. A fresh page is served from memory
-//! (`X-Cache: HIT`); a stale one is revalidated with the origin's validators, and a 304 serves
-//! the kept page again without rewriting it (`X-Cache: REVALIDATED`); otherwise the page is
-//! fetched and rewritten (`X-Cache: MISS`) and kept when HTTP allows it.
+//! A request the cache may answer ([`crate::cache::is_candidate`]: a GET or HEAD, not a range,
+//! for any profile; the `pass` profile unless `cache.pass = false`) is looked up first. A fresh
+//! response is served from memory (`X-Cache: HIT`); a stale one is revalidated with the
+//! origin's validators, and a 304 serves the kept response again (`X-Cache: REVALIDATED`);
+//! otherwise the response is fetched (`X-Cache: MISS`) and kept when HTTP allows it. A page
+//! pith rewrites is kept as rewritten, read whole before it is sent; any other response streams
+//! to the client as it arrives while [`super::tee`] keeps a copy, stored only once the body
+//! has ended whole within `cache.max_entry_bytes`.
+//!
+//! A HEAD is answered from a fresh stored GET, head only (RFC 9111 §4); otherwise it goes to the
+//! origin and nothing is stored. A request with `Cache-Control: only-if-cached` that finds
+//! nothing fresh gets 504 and the origin is not asked (§5.2.1.7). A client's own conditional
+//! request gets 304 from a fresh entry its validators match (§4.3.2), else goes to the origin.
 //!
 //! Concurrent misses for one key run one fetch ([`Cache::get_or_fill`]). The fill future
 //! takes the request of the client whose call runs it from a shared slot: the client whose
 //! request is still in its slot afterwards was a waiter. A waiter gets the stored page; when
-//! the fill kept nothing (a private page, an error, a stream passed through), the waiter
-//! looks up once more (the origin's `Vary` is known by then) and otherwise forwards its own
-//! request, so nothing meant for one client reaches another.
+//! the fill kept nothing at once (a private page, an error, a response still streaming), the
+//! waiter looks up once more (the origin's `Vary` is known by then) and otherwise forwards its
+//! own request, so nothing meant for one client reaches another, and no client waits for
+//! another's download to end.
 //!
 //! A 304 that names another representation than the kept one (a different strong ETag)
-//! refreshes nothing: the page is asked for again, whole.
+//! refreshes nothing: the response is asked for again, whole.
 //!
-//! Everything else (the `pass` profile, other methods, ranges, the cache switched off)
-//! goes straight to the origin as before; an unsafe method (POST, PUT, DELETE, …) that
-//! succeeds then invalidates what is kept for its URL, in every profile (RFC 9111 §4.4).
+//! Everything else (other methods, ranges, the cache switched off) goes straight to the origin
+//! as before; an unsafe method (POST, PUT, DELETE, …) that succeeds then invalidates what is
+//! kept for its URL, in every profile (RFC 9111 §4.4).
 
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
-use http::{Request, Response, StatusCode, Uri};
+use http::{Method, Request, Response, StatusCode, Uri};
 use hyper::body::Incoming;
 
 use super::bodies;
 use super::error::ProxyError;
 use super::forward;
 use super::respond::{self, Exchange, Outcome, Served};
+use super::tee::{Store, Tee};
 use super::State;
 use crate::body as codec;
-use crate::cache::{self, Ask, Cache, Entry, Freshness, Key};
+use crate::cache::{self, Ask, Cache, Entry, Form, Freshness, Key};
 use crate::pipeline::Profile;
 
 /// Where a request goes, for the steps after admission.
@@ -58,11 +68,15 @@ pub async fn serve(state: &State, target: Target<'_>, req: Request<Incoming>) ->
         invalidate(cache, &target.uri, &served.response);
         return Ok(served);
     }
-    if target.profile.is_pass() || !cache::is_candidate(req.method(), req.headers()) {
+    if !cache.serves(target.profile) || !cache::is_candidate(req.method(), req.headers()) {
         return forward_and_respond(state, &target, req).await;
     }
-    let ask = ask(&req, &target.uri);
+    // A HEAD is looked up as the GET it would be answered from.
+    let ask = ask(&req, &target.uri, Method::GET);
     let coding = codec::choose_encoding(req.headers().get(header::ACCEPT_ENCODING).and_then(|v| v.to_str().ok()));
+    if req.method() == Method::HEAD {
+        return head(state, cache, &target, &ask, cache.key(&ask, target.profile, coding), req).await;
+    }
     let mut req = req;
     // Twice at most: a waiter whose fill kept nothing looks again once, with the Vary names
     // the fill learnt.
@@ -74,6 +88,26 @@ pub async fn serve(state: &State, target: Target<'_>, req: Request<Incoming>) ->
         };
     }
     Ok(with_x_cache(forward_and_respond(state, &target, req).await?, "MISS"))
+}
+
+/// A HEAD: the head of a fresh stored GET (RFC 9111 §4: a stored response to GET may answer
+/// HEAD), else the origin's own answer, which stores nothing.
+async fn head(state: &State, cache: &Cache, target: &Target<'_>, ask: &Ask, key: Key, req: Request<Incoming>) -> Result<Served, ProxyError> {
+    if let Some(entry) = fresh(cache, &key, ask).await {
+        cache.count_hit();
+        return Ok(from_entry(&entry, "HIT", "hit", 0, req.headers(), Reply::Head));
+    }
+    if cache::is_only_if_cached(req.headers()) {
+        return Err(ProxyError::NotCached { url: target.uri.to_string() });
+    }
+    Ok(with_x_cache(forward_and_respond(state, target, req).await?, "MISS"))
+}
+
+/// The entry under `key` when it may answer `ask` as it is.
+async fn fresh(cache: &Cache, key: &Key, ask: &Ask) -> Option<Arc<Entry>> {
+    let entry = cache.get(key).await?;
+    let usable = !cache.is_invalid(key, &entry) && matches!(entry.freshness(ask, SystemTime::now()), Freshness::Fresh { .. });
+    usable.then_some(entry)
 }
 
 enum Looked {
@@ -111,17 +145,20 @@ fn same_host_url(base: &Uri, reference: &str) -> Option<String> {
 }
 
 /// One look at the cache under `key`: a fresh entry, or a (re)validating fill.
-async fn lookup(state: &State, cache: &Cache, target: &Target<'_>, ask: &Ask, key: Key, req: Request<Incoming>) -> Result<Looked, ProxyError> {
+async fn lookup(state: &State, cache: &Arc<Cache>, target: &Target<'_>, ask: &Ask, key: Key, req: Request<Incoming>) -> Result<Looked, ProxyError> {
     let mut stale = None;
     if let Some(entry) = cache.get(&key).await {
         let freshness = if cache.is_invalid(&key, &entry) { entry.stale() } else { entry.freshness(ask, SystemTime::now()) };
         match freshness {
             Freshness::Fresh { .. } => {
                 cache.count_hit();
-                return Ok(Looked::Served(from_entry(&entry, "HIT", "hit", 0, req.headers())));
+                return Ok(Looked::Served(from_entry(&entry, "HIT", "hit", 0, req.headers(), Reply::Whole)));
             }
             Freshness::Stale { conditions } => stale = Some((entry, conditions)),
         }
+    }
+    if cache::is_only_if_cached(req.headers()) {
+        return Err(ProxyError::NotCached { url: target.uri.to_string() });
     }
     // A client revalidating its own copy is answered by the origin, unless a fresh page is
     // kept; so is a URL whose last response could not be kept.
@@ -140,11 +177,11 @@ async fn lookup(state: &State, cache: &Cache, target: &Target<'_>, ask: &Ask, ke
     match (result, ran) {
         (Ok(entry), Slot::Ran { revalidated, origin_bytes }) => {
             let (x_cache, action) = if revalidated { ("REVALIDATED", "revalidated") } else { ("MISS", "rewrite") };
-            Ok(Looked::Served(from_entry(&entry, x_cache, action, origin_bytes, &client_headers)))
+            Ok(Looked::Served(from_entry(&entry, x_cache, action, origin_bytes, &client_headers, Reply::Whole)))
         }
         (Ok(entry), _) => {
             cache.count_hit();
-            Ok(Looked::Served(from_entry(&entry, "HIT", "hit", 0, &client_headers)))
+            Ok(Looked::Served(from_entry(&entry, "HIT", "hit", 0, &client_headers, Reply::Whole)))
         }
         (Err(unstored), Slot::Waiting(req)) => {
             drop(unstored);
@@ -186,7 +223,7 @@ type Stale = (Arc<Entry>, Vec<(header::HeaderName, HeaderValue)>);
 /// One fetch-and-rewrite for a key, possibly a revalidation of a stale entry.
 struct Fill<'a> {
     state: &'a State,
-    cache: &'a Cache,
+    cache: &'a Arc<Cache>,
     target: &'a Target<'a>,
     ask: &'a Ask,
     key: Key,
@@ -232,13 +269,7 @@ impl Fill<'_> {
         let ex = Exchange { method: &self.ask.method, host: self.target.host, url: &url, accept_encoding, profile: self.target.profile };
         let page = match respond::respond_outcome(self.state, &ex, resp).await {
             Ok(Outcome::Rewritten(page)) => page,
-            Ok(Outcome::Passed(served)) => {
-                // A page passed for want of memory is rewritten (and kept) next time.
-                if served.action != respond::OVER_BUDGET {
-                    self.cache.note_pass(&self.key);
-                }
-                return Err(Unstored::new(Ok(served)));
-            }
+            Ok(Outcome::Passed(served)) => return Err(Unstored::new(Ok(self.keep_streamed(status, &origin_headers, served).await))),
             Err(e) => return Err(Unstored::new(Err(e))),
         };
         self.set_ran(false, page.origin_bytes);
@@ -274,6 +305,37 @@ impl Fill<'_> {
         sent.map_err(|e| Unstored::new(Err(e)))
     }
 
+    /// A response streamed through unrewritten, with a copy kept as it streams when HTTP
+    /// allows storing it ([`Tee`]). Requests for its URL meanwhile go to the origin rather
+    /// than wait for the download to end ([`Cache::note_pass`]); storing the entry lifts that.
+    async fn keep_streamed(&self, status: StatusCode, origin_headers: &HeaderMap, served: Served) -> Served {
+        // A page passed for want of memory is rewritten (and kept) next time.
+        if served.action == respond::OVER_BUDGET {
+            return served;
+        }
+        self.cache.note_pass(&self.key);
+        let stored = served.response.headers().clone();
+        let pending = match cache::admit_head(self.ask, (status, origin_headers), stored, Form::Origin, self.cache.max_entry_bytes(), SystemTime::now()) {
+            Ok(pending) => pending,
+            Err(refusal) => {
+                tracing::debug!(url = %self.target.uri, ?refusal, "response not kept");
+                return served;
+            }
+        };
+        let key = if self.key.varies_on(pending.vary()) { self.key.clone() } else { self.key.with_vary(pending.vary(), &self.ask.headers) };
+        let (parts, body) = served.response.into_parts();
+        if http_body::Body::is_end_stream(&body) {
+            // An empty body (a 204, a redirect with Content-Length: 0) is never polled.
+            if let Ok(entry) = pending.finish(Bytes::new()) {
+                self.cache.insert(key, Arc::new(entry)).await;
+            }
+            return Served { response: Response::from_parts(parts, body), ..served };
+        }
+        let store = Store { cache: self.cache.clone(), key, url: self.target.uri.to_string() };
+        let body = http_body_util::BodyExt::boxed_unsync(Tee::new(body, pending, store));
+        Served { response: Response::from_parts(parts, body), ..served }
+    }
+
     /// Keeps a rewritten page when HTTP allows it. A page that varies on other request
     /// headers than the key was made with is stored under its proper key here, and the
     /// waiters look again.
@@ -293,7 +355,7 @@ impl Fill<'_> {
         }
         let key = self.key.with_vary(entry.vary(), &self.ask.headers);
         self.cache.insert(key, entry.clone()).await;
-        Err(Unstored::new(Ok(from_entry(&entry, "MISS", "rewrite", page.origin_bytes, &self.ask.headers))))
+        Err(Unstored::new(Ok(from_entry(&entry, "MISS", "rewrite", page.origin_bytes, &self.ask.headers, Reply::Whole))))
     }
 }
 
@@ -308,14 +370,15 @@ fn head_of(req: &Request<Incoming>) -> Request<()> {
     head
 }
 
-/// The request as the cache sees it: the client's headers as they will be forwarded.
-fn ask(req: &Request<Incoming>, uri: &Uri) -> Ask {
+/// The request as the cache sees it, as a `method` request: the client's headers as they will
+/// be forwarded.
+fn ask(req: &Request<Incoming>, uri: &Uri, method: Method) -> Ask {
     let mut headers = req.headers().clone();
     forward::strip_hop_by_hop(&mut headers);
     if let Some(host) = uri.authority().and_then(|a| HeaderValue::from_str(a.as_str()).ok()) {
         headers.insert(header::HOST, host);
     }
-    Ask::new(req.method().clone(), uri.clone(), headers)
+    Ask::new(method, uri.clone(), headers)
 }
 
 /// Prepares and sends a request upstream.
@@ -335,9 +398,18 @@ async fn forward_and_respond(state: &State, target: &Target<'_>, req: Request<In
     respond::respond(state, &ex, resp).await
 }
 
-/// A kept page for one client: 304 when the client's own validators match it, else the
-/// page, with `Age` and `X-Cache`.
-fn from_entry(entry: &Entry, x_cache: &'static str, action: &'static str, origin_bytes: u64, request: &HeaderMap) -> Served {
+/// What a kept response answers with.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reply {
+    /// Head and body (a GET).
+    Whole,
+    /// The head alone, `Content-Length` as for the GET (a HEAD).
+    Head,
+}
+
+/// A kept response for one client: 304 when the client's own validators match it, else the
+/// response (its head alone for a HEAD), with `Age` and `X-Cache`.
+fn from_entry(entry: &Entry, x_cache: &'static str, action: &'static str, origin_bytes: u64, request: &HeaderMap, reply: Reply) -> Served {
     let age = HeaderValue::from(entry.age(SystemTime::now()).as_secs());
     let mut response = if entry.is_not_modified_for(request) {
         let mut resp = Response::new(bodies::full(Bytes::new()));
@@ -349,7 +421,8 @@ fn from_entry(entry: &Entry, x_cache: &'static str, action: &'static str, origin
         }
         resp
     } else {
-        let mut resp = Response::new(bodies::full(entry.body.clone()));
+        let body = if reply == Reply::Head { Bytes::new() } else { entry.body.clone() };
+        let mut resp = Response::new(bodies::full(body));
         *resp.status_mut() = entry.status;
         *resp.headers_mut() = entry.headers.clone();
         resp

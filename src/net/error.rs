@@ -79,6 +79,13 @@ pub enum ProxyError {
         /// The limit.
         max: usize,
     },
+    /// The client asked for a stored response only (`Cache-Control: only-if-cached`) and none
+    /// fresh is kept (RFC 9111 §5.2.1.7).
+    #[error("{url} is not in the cache, and the request says only-if-cached")]
+    NotCached {
+        /// The URL asked for.
+        url: String,
+    },
     /// The client's request body could not be read: malformed chunking, or cut short.
     #[error("the request body is malformed or incomplete: {}", describe(.source.as_ref()))]
     ClientBody {
@@ -158,6 +165,7 @@ impl ProxyError {
             | ProxyError::PortNotAllowed { .. }
             | ProxyError::RateLimited { .. }
             | ProxyError::ClientBody { .. }
+            | ProxyError::NotCached { .. }
             | ProxyError::TooManyHeaders { .. } => Side::Downstream,
             ProxyError::Destination { source: super::resolve::ResolveError::Denied { .. } } => Side::Downstream,
             ProxyError::Destination { .. } => Side::Upstream,
@@ -179,7 +187,7 @@ impl ProxyError {
             ProxyError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ProxyError::TooManyHeaders { .. } => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             ProxyError::Loop { .. } => StatusCode::LOOP_DETECTED,
-            ProxyError::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
+            ProxyError::Timeout { .. } | ProxyError::NotCached { .. } => StatusCode::GATEWAY_TIMEOUT,
             ProxyError::Connect { source, .. } if is_timeout(source.as_ref()) => StatusCode::GATEWAY_TIMEOUT,
             ProxyError::Connect { .. } | ProxyError::Upstream { .. } | ProxyError::Decode { .. } => StatusCode::BAD_GATEWAY,
             ProxyError::Rewrite { .. } | ProxyError::Encode { .. } | ProxyError::Internal { .. } => StatusCode::INTERNAL_SERVER_ERROR,

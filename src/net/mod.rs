@@ -13,7 +13,9 @@
 //! - [`downstream`]: the client's stream: write timeout, tunnel idle time, interim responses.
 //! - [`forward`]: the pooled upstream client and request preparation; [`pooled`]: a request
 //!   sent again when its pooled connection turns out closed by the origin.
-//! - [`cached`]: the cache step (lookup, single fill, revalidation), then forward and respond.
+//! - [`cached`]: the cache step (lookup, single fill, revalidation, HEAD and `only-if-cached`
+//!   answered from what is kept), then forward and respond; [`tee`]: the copy kept of a
+//!   response that streams through, stored only when it ends whole.
 //! - [`respond`]: classify a response, then pass it through or rewrite it.
 //! - [`budget`]: the memory budget of the pages being buffered and rewritten.
 //! - [`connect`]: CONNECT: blind tunnels, and HTTPS interception with leaves from [`crate::tls`].
@@ -38,6 +40,7 @@ pub mod reload;
 pub mod resolve;
 pub mod respond;
 pub mod target;
+pub mod tee;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -62,8 +65,8 @@ pub struct State {
     pub via: HeaderValue,
     /// The addresses pith listens on, to recognise requests addressed to itself.
     pub own_addrs: Vec<SocketAddr>,
-    /// Rewritten pages kept for reuse; `None` when `[cache] enabled = false`.
-    pub cache: Option<crate::cache::Cache>,
+    /// Responses kept for reuse; `None` when `[cache] enabled = false`.
+    pub cache: Option<Arc<crate::cache::Cache>>,
     /// Leaf certificates for intercepted hosts; `None` when `[intercept]` intercepts nothing.
     pub certs: Option<Arc<crate::tls::LeafCache>>,
     /// The listeners as they run, in the order of the bound sockets: each one's bound address

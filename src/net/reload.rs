@@ -9,7 +9,7 @@
 //! - for the next connection: the request-head limits and timeouts, set when it is accepted;
 //! - rebuilt only when their settings changed: the upstream client (pooled connections are
 //!   kept otherwise), the local CA and its leaf certificates, the rate limiter's buckets;
-//! - always rebuilt: the cache of rewritten pages. Its keys carry a hash of each profile taken
+//! - always rebuilt: the HTTP cache. Its keys carry a hash of each profile taken
 //!   when the cache is made, so a cache carried over would key a changed profile by its old
 //!   hash and serve pages rewritten by the old rules;
 //! - never without a restart: listener addresses, and listeners added or removed. The
@@ -191,7 +191,7 @@ impl State {
             Some(kept) if kept.limit() == limit => kept,
             _ => Arc::new(RateLimiter::new(limit)),
         });
-        let cache = config.cache.enabled.then(|| crate::cache::Cache::new(&config.cache, &config.profiles));
+        let cache = config.cache.enabled.then(|| Arc::new(crate::cache::Cache::new(&config.cache, &config.profiles)));
         // Kept while its settings stay: pages being rewritten hold parts of it.
         let (memory, wait) = (config.limits.rewrite_memory_bytes, config.limits.rewrite_memory_wait);
         let budget = match prev {

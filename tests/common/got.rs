@@ -1,5 +1,5 @@
 //! One response as a test client saw it through pith, for the cache tests that read its status,
-//! headers and body together.
+//! headers and body together, and pith's `/metrics` counters.
 
 use http::Method;
 
@@ -31,4 +31,16 @@ pub async fn send(client: &reqwest::Client, method: Method, url: &str, headers: 
     let headers = resp.headers().clone();
     let body = resp.text().await.expect("a whole body");
     Got { status, headers, body }
+}
+
+/// `name value` from pith's `/metrics`.
+pub async fn metric(client: &reqwest::Client, name: &str) -> u64 {
+    let page = send(client, Method::GET, "http://pith/metrics", &[]).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    page.body
+        .lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|rest| rest.strip_prefix(' ')))
+        .unwrap_or_else(|| panic!("no {name} in /metrics:\n{}", page.body))
+        .parse()
+        .expect("a number")
 }
