@@ -12,7 +12,7 @@ use crate::dom::{NodeId, Tree};
 /// decoration.
 pub(crate) fn image_in_link(tree: &Tree, img: NodeId) -> Option<String> {
     let link = tree.ancestors(img).find(|&a| tree.tag(a) == Some("a"))?;
-    if tree.stats(link).text_chars > 0 || tree.descendants(link).filter(|&d| tree.tag(d) == Some("img")).count() > 1 {
+    if tree.stats(link).text_chars > 0 || tree.descendants(link).filter(|&d| tree.tag(d) == Some("img")).nth(1).is_some() {
         return None;
     }
     stated(tree, img, "title")
@@ -56,14 +56,20 @@ pub(crate) fn destination(href: &str) -> Option<String> {
 /// Whether `id` (a table or `pre`, which the pages' stylesheets let scroll sideways) holds
 /// nothing a keyboard can focus: it then needs `tabindex="0"` of its own, or a keyboard user
 /// cannot scroll it.
+/// Past [`MAX_SCAN`] nodes without one the answer is yes: a needless tab stop at worst.
 pub(crate) fn needs_tab_stop(tree: &Tree, id: NodeId) -> bool {
-    !tree.descendants(id).skip(1).any(|d| focusable(tree, d))
+    !tree.descendants(id).skip(1).take(MAX_SCAN).any(|d| focusable(tree, d))
 }
 
-/// Whether a keyboard reaches `id` or anything inside it.
+/// Whether a keyboard reaches `id` or anything inside it, within its first [`MAX_SCAN`] nodes.
 pub(crate) fn reaches_keyboard(tree: &Tree, id: NodeId) -> bool {
-    tree.descendants(id).any(|d| focusable(tree, d))
+    tree.descendants(id).take(MAX_SCAN).any(|d| focusable(tree, d))
 }
+
+/// How far into an element the scans for something focusable look: tables nested a thousand
+/// deep would otherwise make each scan the rest of the page, and the page's rendering its size
+/// times its depth.
+const MAX_SCAN: usize = 4096;
 
 /// Whether an attribute is a widget's role or state, dropped from an element whose `role`
 /// named a widget ([`Tree::is_widget`]): `role` and every `aria-*` but the names
@@ -124,6 +130,10 @@ mod tests {
         assert!(needs_tab_stop(&t, first(&t, "table")));
         let t = Tree::parse("<table><tr><td><a href=/x>1</a></td></tr></table>");
         assert!(!needs_tab_stop(&t, first(&t, "table")));
+        // The scan is bounded: a link past the first MAX_SCAN nodes is not looked for.
+        let far = format!("<table><tr><td>{}<a href=/x>x</a></td></tr></table>", "<b></b>".repeat(MAX_SCAN));
+        let t = Tree::parse(&far);
+        assert!(needs_tab_stop(&t, first(&t, "table")));
         let t = Tree::parse("<pre><span tabindex=-1>x</span></pre>");
         assert!(needs_tab_stop(&t, first(&t, "pre")), "tabindex -1 is not a tab stop");
         let t = Tree::parse("<div aria-hidden=true><span><a href=/x>x</a></span></div>");
