@@ -12,7 +12,7 @@ use crate::dom::{NodeId, Tree};
 /// decoration.
 pub(crate) fn image_in_link(tree: &Tree, img: NodeId) -> Option<String> {
     let link = tree.ancestors(img).find(|&a| tree.tag(a) == Some("a"))?;
-    if tree.stats(link).text_chars > 0 || tree.descendants(link).filter(|&d| tree.tag(d) == Some("img")).nth(1).is_some() {
+    if has_words(tree, link) || tree.descendants(link).filter(|&d| tree.tag(d) == Some("img")).nth(1).is_some() {
         return None;
     }
     stated(tree, img, "title")
@@ -28,7 +28,7 @@ pub(crate) fn image_in_link(tree: &Tree, img: NodeId) -> Option<String> {
 /// `href`.
 pub(crate) fn textless_link(tree: &Tree, link: NodeId) -> Option<String> {
     let href = tree.attr(link, "href")?;
-    if tree.stats(link).text_chars > 0
+    if has_words(tree, link)
         || ["title", "aria-label", "aria-labelledby"].iter().any(|&a| stated(tree, link, a).is_some())
         || tree.descendants(link).any(|d| tree.tag(d) == Some("img"))
     {
@@ -38,7 +38,8 @@ pub(crate) fn textless_link(tree: &Tree, link: NodeId) -> Option<String> {
 }
 
 /// A link's destination as words: its host and the last segment of its path
-/// (`example.org: harbour-closed`), or whichever of the two there is.
+/// (`example.org: harbour-closed`), or whichever of the two there is; for a link to a place on
+/// the same page, that place's name (`#page-2`: `page-2`).
 pub(crate) fn destination(href: &str) -> Option<String> {
     let href = href.trim();
     let rest = href.split_once("://").map_or(href, |(_, rest)| rest);
@@ -49,8 +50,16 @@ pub(crate) fn destination(href: &str) -> Option<String> {
         (false, false) => Some(format!("{host}: {last}")),
         (false, true) => Some(host.to_string()),
         (true, false) => Some(last.to_string()),
-        (true, true) => None,
+        (true, true) => href.strip_prefix('#').map(str::trim).filter(|f| !f.is_empty()).map(str::to_string),
     }
+}
+
+/// Whether any text left under `id` is more than white space: a link holding a space or a line
+/// break (a page-number anchor, an image set on its own line), or whose text a remover took
+/// (a teaser's headline), has no name either.
+fn has_words(tree: &Tree, id: NodeId) -> bool {
+    tree.stats(id).text_chars > 0
+        && tree.descendants(id).any(|d| !tree.is_removed(d) && tree.text(d).is_some_and(|t| !t.trim().is_empty()))
 }
 
 /// Whether `id` (a table or `pre`, which the pages' stylesheets let scroll sideways) holds
@@ -121,6 +130,15 @@ mod tests {
             assert_eq!(textless_link(&t, first(&t, "a")), None, "{html}");
         }
         assert_eq!(destination("#"), None);
+        assert_eq!(destination("#page-2").as_deref(), Some("page-2"));
+        let t = Tree::parse("<a href=#page-2> </a><a href=/photos>\n <img src=p.jpg alt=''>\n</a>");
+        let links: Vec<_> = t.descendants(t.root()).filter(|&d| t.tag(d) == Some("a")).collect();
+        assert_eq!(textless_link(&t, links[0]).as_deref(), Some("page-2"), "white space is no name");
+        assert_eq!(image_in_link(&t, first(&t, "img")).as_deref(), Some("photos"));
+        let mut t = Tree::parse("<a href=/story><div>Teaser headline</div><img src=t.jpg alt=''></a>");
+        let teaser = first(&t, "div");
+        t.remove(teaser);
+        assert_eq!(image_in_link(&t, first(&t, "img")).as_deref(), Some("story"), "a removed headline names nothing");
         assert_eq!(destination("http://news.example/").as_deref(), Some("news.example"));
     }
 

@@ -391,6 +391,9 @@ mod tests {
             "<ul><li>a</li><li>b</li></ul><table><tr><th scope=col>h</th></tr><tr><td colspan=2 bgcolor=red>c</td></tr></table><pre><code>x  &lt; y\n  z</code></pre><blockquote cite='/q'>q</blockquote>"
             => r#"<ul><li>a</li><li>b</li></ul><table tabindex="0"><tbody><tr><th scope="col">h</th></tr><tr><td colspan="2">c</td></tr></tbody></table><pre tabindex="0"><code>x  &lt; y
   z</code></pre><blockquote cite="https://e.example/q">q</blockquote>"#;
+        links_to_nowhere_are_unwrapped:
+            "<p>See <a href='#'>the gallery</a> or <a href=''>this</a> <a href=/x>there</a>.</p>"
+            => r#"<p>See the gallery or this <a href="https://e.example/x">there</a>.</p>"#;
         layout_tables_are_unwrapped:
             "<table><tr><td><p>story</p></td><td>side</td></tr></table>"
             => "<p>story</p><p>side</p>";

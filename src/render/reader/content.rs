@@ -153,7 +153,9 @@ impl<'t> Content<'t> {
                 }
             }
             "thead" | "tbody" | "tfoot" | "tr" | "td" | "th" | "caption" if in_layout_table => k = Kind::Unwrap(true),
-            "a" if tree.attr(node, "href").is_none() => k = Kind::Unwrap(false),
+            // A link to nowhere (`#`, empty) was a control of the page's scripts: its content
+            // stays, unlinked.
+            "a" if tree.attr(node, "href").is_none_or(|h| matches!(h.trim(), "" | "#")) => k = Kind::Unwrap(false),
             _ => {}
         }
         if matches!(k, Kind::Heading(_)) && heading_text(tree, node).is_empty() {
