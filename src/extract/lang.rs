@@ -56,8 +56,8 @@ pub fn declared(tree: &Tree) -> Option<String> {
     locale
 }
 
-/// The language of the shown, non-link text under `root`, as a BCP 47 tag, when the detector
-/// is sure of it.
+/// The language of the shown, non-link text under `root`, as a BCP 47 tag, when the detectors
+/// are sure of it: common words first, character trigrams when the words do not decide.
 pub fn detected(tree: &Tree, root: NodeId) -> Option<&'static str> {
     let sample = sample(tree, root);
     match by_words(&sample) {
@@ -102,8 +102,7 @@ fn by_words(text: &str) -> Words {
         } else {
             word
         };
-        let Some(&langs) = table.words.get(word) else { continue };
-        let mut langs = langs;
+        let Some(&(mut langs)) = table.words.get(word) else { continue };
         while langs != 0 {
             hits[langs.trailing_zeros() as usize] += 1;
             langs &= langs - 1;
