@@ -689,7 +689,7 @@ mod tests {
                 "<p><a href='https://news.example/world/harbour-photos'><img src=/t.jpg></a> <a href=/share/mail><svg></svg></a></p>",
                 "<p>{}<span aria-hidden=true><a href=/more>More on the storm</a></span><i aria-hidden=true>*</i></p>",
                 "<table><tr><th>Tide</th><th>Height</th></tr><tr><td>High water, Monday noon</td><td>4.2 metres</td></tr></table>",
-                "<table><tr><th>Tide</th><th>Height</th></tr><tr><td><a href=/t>High water, Monday noon</a> and after</td><td>4.2 metres</td></tr></table>",
+                "<table><tr><th>Tide</th><th>Height</th></tr><tr><td>High water on <a href=/t>Monday</a> at noon, low water at six in the evening</td><td>4.2 metres</td></tr></table>",
                 "</body></html>"
             ),
             PROSE.repeat(2),
@@ -705,6 +705,7 @@ mod tests {
         assert!(html.contains(r#"<img src="/rule.png" alt="">"#), "decoration stays decoration: {html}");
         assert!(html.contains(r#"<img src="/t.jpg" alt="news.example: harbour-photos">"#), "{html}");
         assert!(html.contains(r#"<a href="/share/mail" aria-label="mail">"#), "{html}");
+        assert!(html.contains(r#"<a href="/t">Monday</a>"#), "the second table keeps its link: {html}");
         assert_eq!(html.matches(r#"<table tabindex="0">"#).count(), 1, "only the table with nothing to focus: {html}");
 
         // Nothing names the page but its address.

@@ -30,7 +30,7 @@ pub(crate) fn textless_link(tree: &Tree, link: NodeId) -> Option<String> {
     let href = tree.attr(link, "href")?;
     if has_words(tree, link)
         || ["title", "aria-label", "aria-labelledby"].iter().any(|&a| stated(tree, link, a).is_some())
-        || tree.descendants(link).any(|d| tree.tag(d) == Some("img"))
+        || tree.descendants(link).any(|d| tree.tag(d) == Some("img") && !tree.is_removed(d))
     {
         return None;
     }
@@ -87,8 +87,12 @@ pub(crate) fn is_widget_attribute(name: &str) -> bool {
     name == "role" || name.strip_prefix("aria-").is_some_and(|n| !matches!(n, "label" | "labelledby" | "describedby" | "hidden"))
 }
 
-/// Whether a browser puts the element in the tab order.
+/// Whether a browser puts the element in the tab order of the page pith writes (a removed
+/// link is not there).
 fn focusable(tree: &Tree, id: NodeId) -> bool {
+    if tree.is_removed(id) {
+        return false;
+    }
     match tree.tag(id) {
         Some("a" | "area") => tree.attr(id, "href").is_some(),
         Some("button" | "input" | "select" | "textarea" | "iframe" | "details") => true,
@@ -152,6 +156,10 @@ mod tests {
         let far = format!("<table><tr><td>{}<a href=/x>x</a></td></tr></table>", "<b></b>".repeat(MAX_SCAN));
         let t = Tree::parse(&far);
         assert!(needs_tab_stop(&t, first(&t, "table")));
+        let mut t = Tree::parse("<table><tr><td><a href=/x>x</a></td></tr></table>");
+        let link = first(&t, "a");
+        t.remove(link);
+        assert!(needs_tab_stop(&t, first(&t, "table")), "a removed link is no tab stop");
         let t = Tree::parse("<pre><span tabindex=-1>x</span></pre>");
         assert!(needs_tab_stop(&t, first(&t, "pre")), "tabindex -1 is not a tab stop");
         let t = Tree::parse("<div aria-hidden=true><span><a href=/x>x</a></span></div>");
