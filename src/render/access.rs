@@ -1,10 +1,11 @@
 //! What the pages pith writes add for a screen reader or a keyboard where the page left it
 //! out: names for links and images the page left unnamed (a link whose only content is an
 //! image without `alt` is announced as its address, or skipped), and a tab stop for a region
-//! that scrolls with nothing in it to focus. Both the declutter page and the reading page use
-//! these.
+//! that scrolls with nothing in it to focus, and lists a screen reader can read as lists (a
+//! site's list whose items are `div`s, or a `dl` used to indent, is read as a broken list). Both
+//! the declutter page and the reading page use these.
 
-use crate::dom::{NodeId, Tree};
+use crate::dom::{NodeId, NodeKind, Tree};
 
 /// The text an image with no or an empty `alt` stands for when it is all a link holds: the
 /// image's `title`, else the link's `title` or `aria-label`, else where the link goes
@@ -100,6 +101,83 @@ fn focusable(tree: &Tree, id: NodeId) -> bool {
     }
 }
 
+/// What a node directly inside a `ul` or `ol` is to a screen reader, which reads a list as its
+/// items.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum InList {
+    /// An `li`, or a `script` or `template`, which shows nothing.
+    Item,
+    /// White space, a comment, or a node a remover took.
+    Nothing,
+    /// Content outside any item, which a screen reader skips or reads as a broken list: text,
+    /// a `div` a site made its items of, a nested list without its `li`. `block` when it is a
+    /// block element, which is an item of its own; text and phrasing elements side by side
+    /// make one item.
+    Stray { block: bool },
+}
+
+/// What `node`, a child of a `ul` or `ol`, is to the list ([`InList`]).
+pub(crate) fn in_list(tree: &Tree, node: NodeId) -> InList {
+    if tree.is_removed(node) {
+        return InList::Nothing;
+    }
+    match tree.kind(node) {
+        NodeKind::Text(span) if !tree.str(*span).trim().is_empty() => InList::Stray { block: false },
+        NodeKind::Element(_) => match tree.tag(node) {
+            Some("li" | "script" | "template") => InList::Item,
+            _ => InList::Stray { block: tree.is_block_node(node) },
+        },
+        _ => InList::Nothing,
+    }
+}
+
+/// Whether a `ul` or `ol` holds content outside its items among its first [`MAX_SCAN`]
+/// children.
+pub(crate) fn has_strays(tree: &Tree, list: NodeId) -> bool {
+    tree.children(list).take(MAX_SCAN).any(|c| matches!(in_list(tree, c), InList::Stray { .. }))
+}
+
+/// What comes next in a list after `node`, white space and comments passed over.
+pub(crate) fn next_in_list(tree: &Tree, node: NodeId) -> InList {
+    std::iter::successors(tree.next_sibling(node), |&s| tree.next_sibling(s))
+        .take(MAX_SCAN)
+        .map(|s| in_list(tree, s))
+        .find(|k| *k != InList::Nothing)
+        .unwrap_or(InList::Nothing)
+}
+
+/// Whether a `dl` reads as terms and their descriptions: it holds only `dt` and `dd` (or `div`s
+/// of them, and `script` or `template`), and when it has any, a `dd` follows a `dt`. A `dl` of
+/// `dd`s alone is a site's way to indent (a formula, a reply), a `dl` of one `dt` its way to
+/// style a headline: a screen reader announces a list of descriptions that describe nothing.
+/// Past [`MAX_SCAN`] children the rest is taken as it is.
+pub(crate) fn is_definition_list(tree: &Tree, dl: NodeId) -> bool {
+    let (mut term, mut described, mut any) = (false, false, false);
+    for child in tree.children(dl).take(MAX_SCAN).filter(|&c| !tree.is_removed(c)) {
+        match tree.kind(child) {
+            NodeKind::Text(span) if !tree.str(*span).trim().is_empty() => return false,
+            NodeKind::Element(_) => match tree.tag(child) {
+                Some("dt") => (term, any) = (true, true),
+                Some("dd") => (described, any) = (described || term, true),
+                Some("script" | "template") => {}
+                Some("div") => {
+                    let grouped = tree.children(child).take(MAX_SCAN).filter(|&g| !tree.is_removed(g)).all(|g| match tree.kind(g) {
+                        NodeKind::Text(span) => tree.str(*span).trim().is_empty(),
+                        NodeKind::Element(_) => matches!(tree.tag(g), Some("dt" | "dd" | "script" | "template")),
+                        _ => true,
+                    });
+                    if !grouped {
+                        return false;
+                    }
+                }
+                _ => return false,
+            },
+            _ => {}
+        }
+    }
+    !any || described
+}
+
 /// The attribute's value, trimmed, when it says something.
 fn stated<'t>(tree: &'t Tree, id: NodeId, name: &str) -> Option<&'t str> {
     tree.attr(id, name).map(str::trim).filter(|t| !t.is_empty())
@@ -166,6 +244,37 @@ mod tests {
         assert!(reaches_keyboard(&t, first(&t, "div")) && reaches_keyboard(&t, first(&t, "a")));
         let t = Tree::parse("<div aria-hidden=true><span>icon</span></div>");
         assert!(!reaches_keyboard(&t, first(&t, "div")));
+    }
+
+    #[test]
+    fn content_outside_list_items_and_lists_of_no_terms_are_told() {
+        let t = Tree::parse("<ul> <li>a</li><!--c--><script></script> </ul><ol><li>a</li>b</ol><ul><div>x</div></ul>");
+        let lists: Vec<_> = t.descendants(t.root()).filter(|&d| matches!(t.tag(d), Some("ul" | "ol"))).collect();
+        assert_eq!(lists.iter().map(|&l| has_strays(&t, l)).collect::<Vec<_>>(), [false, true, true]);
+        let div = first(&t, "div");
+        assert_eq!(in_list(&t, div), InList::Stray { block: true });
+        let mut t = Tree::parse("<ul><li>a</li><span>x</span> <li>b</li></ul>");
+        let li = first(&t, "li");
+        assert_eq!(next_in_list(&t, li), InList::Stray { block: false });
+        let span = first(&t, "span");
+        assert_eq!(next_in_list(&t, span), InList::Item, "white space is passed over");
+        t.remove(span);
+        assert!(!has_strays(&t, first(&t, "ul")), "what a remover took is not there");
+        for (html, terms) in [
+            ("<dl><dt>a</dt><dd>b</dd></dl>", true),
+            ("<dl><dt>a</dt><dt>a2</dt><dd>b</dd><dd>b2</dd></dl>", true),
+            ("<dl><div><dt>a</dt><dd>b</dd></div> </dl>", true),
+            ("<dl></dl>", true),
+            ("<dl><dd>indent</dd></dl>", false),
+            ("<dl><dt>headline</dt></dl>", false),
+            ("<dl><dd>b</dd><dt>a</dt></dl>", false),
+            ("<dl><dt>a</dt><dd>b</dd><p>c</p></dl>", false),
+            ("<dl><dt>a</dt><dd>b</dd>text</dl>", false),
+            ("<dl><div><dt>a</dt><p>b</p></div></dl>", false),
+        ] {
+            let t = Tree::parse(html);
+            assert_eq!(is_definition_list(&t, first(&t, "dl")), terms, "{html}");
+        }
     }
 
     #[test]

@@ -81,6 +81,7 @@ pub fn render_node(tree: &Tree, id: NodeId) -> String {
 fn write(tree: &Tree, id: NodeId, dress: Option<&Dress<'_>>, out: &mut String) {
     let mut walk = tree.traverse(id);
     let mut after_plaintext = false;
+    let mut lists = Lists::default();
     while let Some(edge) = walk.next() {
         match edge {
             Edge::Open(node) => match tree.kind(node) {
@@ -95,14 +96,22 @@ fn write(tree: &Tree, id: NodeId, dress: Option<&Dress<'_>>, out: &mut String) {
                     out.push_str(tree.str(*span));
                     out.push_str("-->");
                 }
-                NodeKind::Text(span) => write_text(tree, node, tree.str(*span), out),
+                NodeKind::Text(span) => {
+                    if dress.is_some() {
+                        lists.open(tree, node, out);
+                    }
+                    write_text(tree, node, tree.str(*span), out);
+                }
                 NodeKind::Element(e) => {
+                    let mut name: &str = &e.name;
                     if let Some(dress) = dress.filter(|_| e.ns == Ns::Html) {
-                        if dressed(tree, node, e, dress, out) {
+                        lists.open(tree, node, out);
+                        name = lists.name(tree, node, e);
+                        if dressed(tree, node, e, name, dress, out) {
                             continue;
                         }
                     }
-                    write_start_tag(tree, node, e, out);
+                    write_start_tag_keeping(tree, node, name, e, &[], |_| true, out);
                     if crate::dom::is_void(e) {
                         walk.skip_children();
                     }
@@ -119,11 +128,97 @@ fn write(tree: &Tree, id: NodeId, dress: Option<&Dress<'_>>, out: &mut String) {
                             out.push_str("-->");
                         }
                         out.push_str("</");
-                        out.push_str(&e.name);
+                        out.push_str(if dress.is_some() && e.ns == Ns::Html { lists.name(tree, node, e) } else { &e.name });
                         out.push('>');
                     }
                 }
+                if dress.is_some() {
+                    lists.close(tree, node, out);
+                }
             }
+        }
+    }
+}
+
+/// The lists open in the declutter page being written that a screen reader could not read as
+/// lists as the page wrote them, innermost last: content outside a list's items gets an `li`
+/// of its own ([`access::InList`]), and a `dl` that is no list of terms
+/// ([`access::is_definition_list`]) is written as a `div`, its `dt` and `dd` too. The page
+/// looks the same; its structure now says what it shows.
+#[derive(Default)]
+struct Lists(Vec<(NodeId, Mend)>);
+
+#[derive(Clone, Copy)]
+enum Mend {
+    /// A `ul` or `ol` with content outside its items; `open` while an `li` of pith's holds a
+    /// run of text and phrasing elements.
+    Items { open: bool },
+    /// A `dl` written as a `div`.
+    Plain,
+}
+
+impl Lists {
+    /// Before `node`'s start tag (or text): the `li` a stray of a mended list starts, and the
+    /// node itself taken on when it is a list to mend.
+    fn open(&mut self, tree: &Tree, node: NodeId, out: &mut String) {
+        if let Some((list, Mend::Items { open })) = self.0.last_mut() {
+            if tree.parent(node) == Some(*list) {
+                match access::in_list(tree, node) {
+                    access::InList::Stray { block: true } => {
+                        // A list without its `li` shows no marker of its own.
+                        let nested = matches!(tree.tag(node), Some("ul" | "ol"));
+                        out.push_str(if nested { "<li style=\"list-style:none\">" } else { "<li>" });
+                    }
+                    access::InList::Stray { block: false } if !*open => {
+                        out.push_str("<li>");
+                        *open = true;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let mend = match tree.tag(node) {
+            Some("ul" | "ol") if access::has_strays(tree, node) => Mend::Items { open: false },
+            Some("dl") if !access::is_definition_list(tree, node) => Mend::Plain,
+            _ => return,
+        };
+        self.0.push((node, mend));
+    }
+
+    /// The name `node`'s tags are written with: `div` for a plain `dl` and its terms and
+    /// descriptions, else its own.
+    fn name<'t>(&self, tree: &Tree, node: NodeId, e: &'t Element) -> &'t str {
+        let Some(&(list, Mend::Plain)) = self.0.last() else { return &e.name };
+        let of_list = |id: NodeId| tree.parent(id) == Some(list);
+        let renamed = node == list
+            || matches!(e.name, local_name!("dt") | local_name!("dd"))
+                && (of_list(node) || tree.parent(node).is_some_and(|p| tree.tag(p) == Some("div") && of_list(p)));
+        if renamed {
+            "div"
+        } else {
+            &e.name
+        }
+    }
+
+    /// After `node`'s end tag (or text): the `li` around a stray closed when nothing of its run
+    /// follows, and a mended list let go.
+    fn close(&mut self, tree: &Tree, node: NodeId, out: &mut String) {
+        let Some((list, mend)) = self.0.last_mut() else { return };
+        if *list == node {
+            self.0.pop();
+            return;
+        }
+        let Mend::Items { open } = mend else { return };
+        if tree.parent(node) != Some(*list) {
+            return;
+        }
+        match access::in_list(tree, node) {
+            access::InList::Stray { block: true } => out.push_str("</li>"),
+            access::InList::Stray { block: false } if access::next_in_list(tree, node) != (access::InList::Stray { block: false }) => {
+                out.push_str("</li>");
+                *open = false;
+            }
+            _ => {}
         }
     }
 }
@@ -138,7 +233,7 @@ fn estimate(tree: &Tree, id: NodeId) -> usize {
 
 /// Writes what `dress` changes of an HTML element: true when it did, having written the
 /// element's start tag (or left the element out) itself.
-fn dressed(tree: &Tree, node: NodeId, e: &Element, dress: &Dress<'_>, out: &mut String) -> bool {
+fn dressed(tree: &Tree, node: NodeId, e: &Element, name: &str, dress: &Dress<'_>, out: &mut String) -> bool {
     match e.name {
         local_name!("head") => {
             write_start_tag(tree, node, e, out);
@@ -167,7 +262,7 @@ fn dressed(tree: &Tree, node: NodeId, e: &Element, dress: &Dress<'_>, out: &mut 
         }
         // A void element: nothing to close, nothing inside.
         local_name!("meta") => tree.attr(node, "name").is_some_and(|n| n.trim().eq_ignore_ascii_case("viewport")),
-        _ => mended(tree, node, e, out),
+        _ => mended(tree, node, e, name, out),
     }
 }
 
@@ -182,7 +277,7 @@ fn dressed(tree: &Tree, node: NodeId, e: &Element, dress: &Dress<'_>, out: &mut 
 /// ([`access::is_widget_attribute`]) go with the scripts that made them true: a `div` that
 /// said it was a button or a tab is neither now, and the panel its `aria-controls` named may
 /// be gone.
-fn mended(tree: &Tree, node: NodeId, e: &Element, out: &mut String) -> bool {
+fn mended(tree: &Tree, node: NodeId, e: &Element, name: &str, out: &mut String) -> bool {
     let named: Option<String>;
     let mut set: [(&str, &str); 2] = [("", ""); 2];
     let mut n = 0;
@@ -217,7 +312,7 @@ fn mended(tree: &Tree, node: NodeId, e: &Element, out: &mut String) -> bool {
     if n == 0 && !widget {
         return false;
     }
-    write_start_tag_keeping(tree, node, e, &set[..n], |name| !widget || !access::is_widget_attribute(name), out);
+    write_start_tag_keeping(tree, node, name, e, &set[..n], |name| !widget || !access::is_widget_attribute(name), out);
     true
 }
 
@@ -227,13 +322,13 @@ fn write_start_tag(tree: &Tree, node: NodeId, e: &Element, out: &mut String) {
 
 /// The start tag, with each of `set` (name, value) in place of any attribute of that name.
 fn write_start_tag_with(tree: &Tree, node: NodeId, e: &Element, set: &[(&str, &str)], out: &mut String) {
-    write_start_tag_keeping(tree, node, e, set, |_| true, out);
+    write_start_tag_keeping(tree, node, &e.name, e, set, |_| true, out);
 }
 
-/// [`write_start_tag_with`], leaving out the attributes `keep` says no to.
-fn write_start_tag_keeping(tree: &Tree, node: NodeId, e: &Element, set: &[(&str, &str)], keep: impl Fn(&str) -> bool, out: &mut String) {
+/// [`write_start_tag_with`] under `name`, leaving out the attributes `keep` says no to.
+fn write_start_tag_keeping(tree: &Tree, node: NodeId, name: &str, e: &Element, set: &[(&str, &str)], keep: impl Fn(&str) -> bool, out: &mut String) {
     out.push('<');
-    out.push_str(&e.name);
+    out.push_str(name);
     for (name, value) in tree.attrs(node).filter(|(name, _)| !set.iter().any(|(n, _)| *n == &***name) && keep(name)) {
         out.push(' ');
         out.push_str(name);
@@ -403,6 +498,27 @@ mod tests {
     use super::*;
 
     /// Rendering, parsing the output and rendering again gives the same markup.
+    #[test]
+    fn lists_read_as_lists_and_look_the_same() {
+        let dress = Dress::default();
+        let body = |html: &str| {
+            let page = render_dressed(&Tree::parse(html), &dress);
+            page[page.find("<body>").expect("body") + 6..page.find("</body>").expect("end")].to_string()
+        };
+        assert_eq!(
+            body("<ul><div>one</div> <div>two</div>\n<li>three</li>four <i>and</i> <!--c--> <b>more</b><ol><li>x</li></ol></ul>"),
+            "<ul><li><div>one</div></li> <li><div>two</div></li>\n<li>three</li><li>four <i>and</i> <!--c--> <b>more</b></li><li style=\"list-style:none\"><ol><li>x</li></ol></li></ul>"
+        );
+        assert_eq!(
+            body("<dl><dd>indented</dd></dl><dl><div><dt>T</dt><dd>d</dd></div></dl><dl><dt>headline</dt><div><dd>x</dd></div></dl><ol><li>x<img src=i></li></ol>"),
+            "<div><div>indented</div></div><dl><div><dt>T</dt><dd>d</dd></div></dl><div><div>headline</div><div><div>x</div></div></div><ol><li>x<img src=\"i\" alt=\"\"></li></ol>"
+        );
+        assert_eq!(body("<ul><img src=i alt=a></ul>"), "<ul><li><img src=\"i\" alt=\"a\"></li></ul>", "a void element is an item");
+        // Without dress (a round trip), the markup is the page's.
+        let tree = Tree::parse("<ul><div>one</div></ul>");
+        assert!(render(&tree).contains("<ul><div>one</div></ul>"));
+    }
+
     fn assert_round_trip(html: &str) -> String {
         let once = render(&Tree::parse(html));
         let twice = render(&Tree::parse(&once));

@@ -403,6 +403,12 @@ mod tests {
         heading_inside_link_is_not_a_block:
             "<a href='/s'><h2>Story</h2><span>teaser</span></a>"
             => r#"<p><a href="https://e.example/s">Story<br>teaser</a></p>"#;
+        content_outside_a_lists_items_gets_items:
+            "<ul><div>one</div><div>two</div><li>three</li>four <i>and</i> <b>more</b><ol><li>x</li></ol></ul>"
+            => "<ul><li>one</li><li>two</li><li>three</li><li>four <i>and</i> <b>more</b></li><li><ol><li>x</li></ol></li></ul>";
+        a_dl_of_no_terms_is_no_list:
+            "<dl><dd>indented</dd></dl><dl><dt>Term</dt><dd>said</dd></dl><dl><dt>headline</dt></dl>"
+            => "<p>indented</p><dl><dt>Term</dt><dd>said</dd></dl><p>headline</p>";
         links_without_href_and_spans_unwrap:
             "<p><a name=top>anchor</a> and <span class=k>span</span></p>"
             => "<p>anchor and span</p>";

@@ -93,12 +93,19 @@ pub(super) struct Content<'t> {
     headings: Vec<Heading>,
     /// The open sections: each heading's level in the source and the level it was given.
     sections: Vec<(u8, u8)>,
+    /// For each `li` of pith's open (content written straight into a list), the index in
+    /// `frames` of its list.
+    items: Vec<usize>,
+    /// The `dl`s open in the source that are no lists of terms
+    /// ([`crate::render::access::is_definition_list`]): they, their terms and their
+    /// descriptions are unwrapped.
+    plain_dls: Vec<NodeId>,
 }
 
 impl<'t> Content<'t> {
     pub(super) fn new(tree: &'t Tree, base: Option<Url>) -> Self {
         let out = String::with_capacity(tree.len() * 8);
-        Content { tree, base, out, frames: Vec::new(), open: 0, phrasing: 0, loose_p: false, pending_break: false, written: false, tables: Vec::new(), headings: Vec::new(), sections: Vec::new() }
+        Content { tree, base, out, frames: Vec::new(), open: 0, phrasing: 0, loose_p: false, pending_break: false, written: false, tables: Vec::new(), headings: Vec::new(), sections: Vec::new(), items: Vec::new(), plain_dls: Vec::new() }
     }
 
     pub(super) fn render(&mut self, body: NodeId) {
@@ -122,6 +129,9 @@ impl<'t> Content<'t> {
                         let frame = self.close_element();
                         if !matches!(frame, Some(Frame::Skipped)) && tree.tag(node) == Some("table") {
                             self.tables.pop();
+                        }
+                        if self.plain_dls.last() == Some(&node) {
+                            self.plain_dls.pop();
                         }
                     }
                 }
@@ -153,6 +163,11 @@ impl<'t> Content<'t> {
                 }
             }
             "thead" | "tbody" | "tfoot" | "tr" | "td" | "th" | "caption" if in_layout_table => k = Kind::Unwrap(true),
+            "dl" if !crate::render::access::is_definition_list(tree, node) => {
+                self.plain_dls.push(node);
+                k = Kind::Unwrap(true);
+            }
+            "dt" | "dd" if self.in_plain_dl(node) => k = Kind::Unwrap(true),
             // A link to nowhere (`#`, empty) was a control of the page's scripts: its content
             // stays, unlinked.
             "a" if tree.attr(node, "href").is_none_or(|h| matches!(h.trim(), "" | "#")) => k = Kind::Unwrap(false),
@@ -182,10 +197,18 @@ impl<'t> Content<'t> {
             }
             Kind::Block(phrasing) => {
                 self.before_block();
+                if tag == "li" {
+                    if self.in_item() {
+                        self.end_item();
+                    }
+                } else {
+                    self.ensure_item(true);
+                }
                 self.start_tag(node, tag, tag_name(tag), phrasing)
             }
             Kind::Heading(level) => {
                 self.before_block();
+                self.ensure_item(true);
                 let level = self.section_level(level);
                 self.heading(node, level)
             }
@@ -193,6 +216,9 @@ impl<'t> Content<'t> {
     }
 
     fn close_element(&mut self) -> Option<Frame> {
+        if self.items.last() == Some(&(self.frames.len().wrapping_sub(1))) {
+            self.end_item();
+        }
         let frame = self.frames.pop();
         match frame {
             Some(Frame::Kept(name, phrasing, tag_start, start)) => {
@@ -304,10 +330,58 @@ impl<'t> Content<'t> {
                 self.loose_p = true;
                 self.written = false;
             }
-        } else if self.pending_break && self.written {
-            self.out.push_str("<br>");
+        } else {
+            self.ensure_item(self.pending_break);
+            if self.pending_break && self.written {
+                self.out.push_str("<br>");
+            }
         }
         self.pending_break = false;
+    }
+
+    /// The index in `frames` of the innermost kept element when it is a `ul` or `ol`: content
+    /// written now would land in the list outside any item.
+    fn open_list(&self) -> Option<usize> {
+        let (i, frame) = self.frames.iter().enumerate().rev().find(|(_, f)| matches!(f, Frame::Kept(..)))?;
+        matches!(frame, Frame::Kept("ul" | "ol", ..)).then_some(i)
+    }
+
+    /// Whether an `li` of pith's is open in the innermost list.
+    fn in_item(&self) -> bool {
+        self.open_list().is_some_and(|list| self.items.last() == Some(&list))
+    }
+
+    /// Before content that would land in a list outside any item (the site's `div` items, text,
+    /// a nested list without its `li`): an `li` of pith's around it, and a `new` one for a
+    /// block or after a block boundary, so that each of the site's blocks is an item.
+    fn ensure_item(&mut self, new: bool) {
+        let Some(list) = self.open_list() else { return };
+        if self.items.last() == Some(&list) {
+            if !new {
+                return;
+            }
+            self.end_item();
+        }
+        self.out.push_str("<li>");
+        self.items.push(list);
+        self.open += 1;
+        self.pending_break = false;
+        self.written = false;
+    }
+
+    fn end_item(&mut self) {
+        self.items.pop();
+        self.out.push_str("</li>");
+        self.open -= 1;
+        self.written = true;
+    }
+
+    /// Whether `node` (a `dt` or `dd`) is a term or description of a `dl` being unwrapped,
+    /// directly or in a `div` group.
+    fn in_plain_dl(&self, node: NodeId) -> bool {
+        let Some(&dl) = self.plain_dls.last() else { return false };
+        let tree = self.tree;
+        tree.parent(node).is_some_and(|p| p == dl || tree.tag(p) == Some("div") && tree.parent(p) == Some(dl))
     }
 
     /// Whether the innermost kept element holds other elements only (a list, a table's rows,
@@ -317,7 +391,7 @@ impl<'t> Content<'t> {
             Frame::Kept(name, ..) => Some(*name),
             _ => None,
         });
-        matches!(innermost, Some("table" | "thead" | "tbody" | "tfoot" | "tr" | "ul" | "ol" | "dl" | "figure"))
+        matches!(innermost, Some("table" | "thead" | "tbody" | "tfoot" | "tr" | "ul" | "ol" | "dl" | "figure")) && !self.in_item()
     }
 
     fn before_block(&mut self) {
