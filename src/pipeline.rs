@@ -427,6 +427,11 @@ fn reading_page(
         };
         return (body, removal, Reading { algorithm, fallback: Some(verdict), choice, hidden, meta });
     }
+    if let Some(body) = tree.body() {
+        // What the extractor kept around the article's text inside its container: an
+        // "Advertisement" label, a newsletter pitch, the heading of a related list.
+        crate::extract::boilerplate::remove(&mut tree, body, None, &crate::extract::Keep::none(), crate::extract::boilerplate::Phrases::builtin());
+    }
     if meta.lang.is_none() {
         // Other statements of the page's language, else the language of the content kept.
         meta.lang = tree.body().and_then(|body| lang::of(&tree, body));

@@ -1,9 +1,10 @@
 //! The `declutter` run: Crunch's removers in order on one tree, with the safety net.
 //!
 //! Order: the site rule's selectors (its `keep` protects, its `remove` removes) → ads
-//! ([`super::ads`], when the context has an ad filter) → landmarks → link lists → empty tables
-//! → the removed-link retainer (which lists what the landmark, link-list and empty-table
-//! removers took, never ad links). Each later remover counts only what the earlier ones left,
+//! ([`super::ads`], when the context has an ad filter) → landmarks → link lists → boilerplate
+//! lines → empty tables → the removed-link retainer (which lists what the landmark, link-list,
+//! boilerplate and empty-table removers took, never ad links). The boilerplate remover comes
+//! after the link lists: a block that is a list of links with its "Share" label is one still. Each later remover counts only what the earlier ones left,
 //! and the empty-table remover comes last because the others are what empty the tables.
 //!
 //! # The safety net
@@ -36,7 +37,7 @@
 
 use super::retainer::{self, RetainedLink};
 use super::{
-    ads, document_base, empty, kept_stats_of, landmarks, linklist, non_link_chars, prose, Context,
+    ads, boilerplate, document_base, empty, kept_stats_of, landmarks, linklist, non_link_chars, prose, Context,
     Fallback, Keep, PresetName, Removal, Settings,
 };
 use super::pith::anchor;
@@ -70,7 +71,7 @@ pub fn run(tree: &mut Tree, settings: &Settings, ctx: &Context<'_>) -> Outcome {
     let mut settings = settings.clone();
     let mut fallback: Option<Fallback> = None;
     loop {
-        let outcome = apply(tree, &settings, ctx, &base.paragraphs, title);
+        let outcome = apply(tree, &settings, ctx, &base, title);
         let kept = base.kept_share(tree);
         let next = match settings.preset.fallback() {
             Some(next) if kept < settings.min_kept_fraction => next,
@@ -178,10 +179,10 @@ pub fn title_heading(tree: &Tree) -> Option<NodeId> {
 
 /// One pass of every remover the settings switch on, from the tree whose paragraph figures
 /// are `pristine`; `title` ([`title_heading`]) is rescued if a remover took it.
-fn apply(tree: &mut Tree, settings: &Settings, ctx: &Context<'_>, pristine: &prose::Current, title: Option<NodeId>) -> Outcome {
+fn apply(tree: &mut Tree, settings: &Settings, ctx: &Context<'_>, base: &Baseline, title: Option<NodeId>) -> Outcome {
     let mut removal = Removal::default();
     // Kept current through the removals, for the landmark and link-list removers.
-    let mut paragraphs = pristine.clone();
+    let mut paragraphs = base.paragraphs.clone();
     let kept_nodes = match ctx.site {
         Some(site) => selected(tree, &site.keep),
         None => Vec::new(),
@@ -208,6 +209,12 @@ fn apply(tree: &mut Tree, settings: &Settings, ctx: &Context<'_>, pristine: &pro
     if settings.link_lists {
         let removed = linklist::remove_with(tree, settings, &keep, paragraphs.paragraphs());
         removal.link_lists = removed.len();
+        retainable.extend(removed);
+    }
+    if settings.boilerplate {
+        let removed = boilerplate::remove(tree, base.body, Some(base.main), &keep, boilerplate::Phrases::builtin());
+        paragraphs.removed(tree, &removed);
+        removal.boilerplate = removed.len();
         retainable.extend(removed);
     }
     if settings.empty_tables {

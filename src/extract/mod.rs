@@ -14,6 +14,7 @@
 //! | [`sites`] | per-site rules: preset, thresholds, removers on/off, selectors always kept or removed |
 //! | [`ads`] | elements whose link or source is an ad server, and the lists' element-hiding rules |
 //! | [`landmarks`] | regions the page declares not content: site header and footer, sidebars, dialogs |
+//! | [`boilerplate`] | lines that say what they are, in many languages: "Advertisement", "Comments", newsletter and cookie prompts, "You may also like" and its list |
 //! | [`linklist`] | blocks whose links outnumber their non-link text (navigation, link farms, teaser grids) |
 //! | [`empty`] | tables and layout blocks left without substance by the others |
 //! | [`retainer`] | the links the removers took out, listed at the end of the page |
@@ -40,6 +41,7 @@
 pub mod ads;
 pub mod algorithm;
 pub mod block_analysis;
+pub mod boilerplate;
 pub mod ccb;
 pub mod cetr;
 pub mod declutter;
@@ -117,6 +119,8 @@ pub struct Settings {
     pub ads: bool,
     /// Run the landmark remover (site header and footer, sidebars, dialogs).
     pub landmarks: bool,
+    /// Run the boilerplate remover (labels, prompts, related-list headings by their words).
+    pub boilerplate: bool,
     /// Run the link-list remover.
     pub link_lists: bool,
     /// Run the empty-table remover.
@@ -168,6 +172,7 @@ impl Settings {
             match name.as_str() {
                 "ads" => self.ads = *on,
                 "landmarks" => self.landmarks = *on,
+                "boilerplate" => self.boilerplate = *on,
                 "link-lists" => self.link_lists = *on,
                 "empty-tables" => self.empty_tables = *on,
                 "retainer" => self.retain_links = *on,
@@ -246,6 +251,8 @@ pub struct Removal {
     pub ads: usize,
     /// Regions removed by the landmark remover.
     pub landmarks: usize,
+    /// Lines and blocks removed by the boilerplate remover.
+    pub boilerplate: usize,
     /// Blocks removed by the link-list remover.
     pub link_lists: usize,
     /// Tables and layout blocks removed by the empty-table remover.
@@ -262,15 +269,16 @@ pub struct Removal {
 
 impl Removal {
     /// The stage-2 part of the proxy's `x-pith` header: the preset served and what each
-    /// remover took, e.g. `preset=automatic; ads=2; landmarks=3; link-lists=7; empty=1;
+    /// remover took, e.g. `preset=automatic; ads=2; landmarks=3; boilerplate=2; link-lists=7; empty=1;
     /// kept-chars=4210/9800`, so a user can see why a page looks as it does.
     pub fn summary(&self) -> String {
         format!(
-            "preset={}; site={}; ads={}; landmarks={}; link-lists={}; empty={}; links-retained={}; kept-chars={}/{}",
+            "preset={}; site={}; ads={}; landmarks={}; boilerplate={}; link-lists={}; empty={}; links-retained={}; kept-chars={}/{}",
             self.preset.map_or("none", PresetName::as_str),
             self.site,
             self.ads,
             self.landmarks,
+            self.boilerplate,
             self.link_lists,
             self.empty,
             self.links_retained,

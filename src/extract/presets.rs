@@ -130,6 +130,7 @@ impl PresetName {
             empty_min_chars: 12,
             ads: true,
             landmarks: true,
+            boilerplate: true,
             link_lists: true,
             empty_tables: true,
             retain_links: false,
@@ -167,6 +168,7 @@ impl PresetName {
             // removed too much.
             PresetName::Gentle => Settings {
                 landmarks: false,
+                boilerplate: false,
                 link_ratio: 1.0,
                 strict_link_ratio: 1.0,
                 containers: Containers::Cells,
@@ -177,6 +179,7 @@ impl PresetName {
             PresetName::None => Settings {
                 ads: false,
                 landmarks: false,
+                boilerplate: false,
                 link_lists: false,
                 empty_tables: false,
                 ..base

@@ -80,7 +80,7 @@ pub const SETTING_NAMES: &[(&str, f64, f64)] = &[
 ];
 
 /// The removers an `on` / `off` line may switch.
-pub const REMOVER_NAMES: &[&str] = &["ads", "link-lists", "empty-tables", "landmarks", "retainer"];
+pub const REMOVER_NAMES: &[&str] = &["ads", "link-lists", "empty-tables", "landmarks", "boilerplate", "retainer"];
 
 /// The rules of one site file.
 #[derive(Clone, Debug)]
