@@ -1,5 +1,6 @@
-//! The HTTP cache of the whole gateway: a moka store bounded in bytes, and HTTP freshness
-//! (RFC 9111) decided by `http-cache-semantics` as a shared cache.
+//! The HTTP cache of the whole gateway: a moka store bounded in bytes, optionally backed by a
+//! disk tier, and HTTP freshness (RFC 9111) decided by `http-cache-semantics` as a shared
+//! cache.
 //!
 //! It keeps every storable response to a GET, in every profile, in one of two [`Form`]s: a page
 //! pith rewrote, as rewritten, or a response pith streamed through unchanged (images,
@@ -34,6 +35,16 @@
 //! (`fields`: directive names in any case, the first member of a list-valued `Age`, an
 //! invalid `Expires` as the past). An unsafe request that succeeds marks its URL's entries
 //! invalid ([`Cache::invalidate_uri`]), whatever key they are under.
+//!
+//! With `cache.disk_dir` set, memory is the first of two tiers ([`disk`]): every entry stored
+//! is also written to a file of its own in the background (write-through, so that a restart or
+//! a crash keeps what memory held), and a memory miss ([`Cache::get`]) reads the key's file on
+//! a blocking thread and promotes what it finds to memory. A file holds the key whole, the
+//! served head, the freshness policy and the body under one checksum ([`record`]): a collision
+//! of file names, a torn write or flipped bytes is never served. What the disk tier does not
+//! keep: the `Vary` names learnt per URL and the marks of unsafe requests live in memory, so
+//! after a restart the first request for a URL whose response varies is fetched once more, and
+//! a page invalidated just before a restart may be served until it is stale.
 //!
 //! Where pith differs from RFC 9111 on purpose, it is because a rewritten page is pith's
 //! rewrite, not the origin's bytes: its `ETag` is weakened (`W/`), its `Content-Length`,
