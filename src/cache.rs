@@ -57,7 +57,6 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -693,14 +692,19 @@ fn max_queued(config: &CacheConfig) -> u64 {
 }
 
 /// A hash of everything in a profile that shapes its output: the rules' own canonical
-/// fingerprint, the output form and the stage-2 settings (preset, choices, site rules).
+/// fingerprint, the output form, the stage-2 settings (preset, choices, the site rules'
+/// fingerprint, the ad lists) and the reading-mode extractor. Stable from one run to the next
+/// (FNV-1a over text that has no map order or address in it), because disk entries are found
+/// by keys that hold it.
 fn settings_hash(profile: &Profile) -> u64 {
-    let mut h = DefaultHasher::new();
-    profile.name.hash(&mut h);
-    profile.rules.fingerprint().hash(&mut h);
-    format!("{:?}", profile.output).hash(&mut h);
-    format!("{:?}", profile.stage2).hash(&mut h);
-    h.finish()
+    let mut text = format!("{}\0{:x}\0{:?}", profile.name, profile.rules.fingerprint(), profile.output);
+    if let Some(stage2) = &profile.stage2 {
+        text.push_str(&format!("\0{:?}\0{:x}\0{:?}", stage2.options, stage2.sites.fingerprint(), stage2.ads));
+    }
+    if let Some(reader) = &profile.reader {
+        text.push_str(&format!("\0{:?}", reader.algorithm));
+    }
+    record::name(text.as_bytes())
 }
 
 /// `/metrics` in the Prometheus text format; `None` when the cache is off.

@@ -252,7 +252,7 @@ async fn kill_9_mid_fill_never_serves_a_torn_or_mismatched_entry() {
     let cache = dir.path().join("cache");
     std::fs::write(&config, format!("[[listener]]\naddress = \"127.0.0.1:0\"\nprofile = \"pass\"\n[cache]\nmax_bytes = 268435456\ndisk_dir = \"{}\"\n", cache.display())).expect("write the config");
     let origin = kill_origin().await;
-    let urls: Arc<Vec<String>> = Arc::new((0..KILL_URLS).map(|i| origin.url(&format!("/k{i}"))).collect());
+    let urls: Vec<String> = (0..KILL_URLS).map(|i| origin.url(&format!("/k{i}"))).collect();
 
     let served = Served::start(&config, &[]);
     let proxy = reqwest::Proxy::all(format!("http://{}", served.addrs[0])).expect("a proxy URL");
@@ -262,7 +262,7 @@ async fn kill_9_mid_fill_never_serves_a_torn_or_mismatched_entry() {
     let permits = Arc::new(Semaphore::new(16));
     let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel();
     let mut fills = Vec::new();
-    for url in urls.iter().cloned() {
+    for url in urls.clone() {
         let (client, permits, done) = (client.clone(), permits.clone(), done_tx.clone());
         fills.push(tokio::spawn(async move {
             let Ok(_permit) = permits.acquire().await else { return };
@@ -281,7 +281,7 @@ async fn kill_9_mid_fill_never_serves_a_torn_or_mismatched_entry() {
     }
 
     let served = Served::start(&config, &[]);
-    let left: Vec<PathBuf> = entry_files(&cache).into_iter().filter(|f| f.to_string_lossy().contains(".tmp")).collect();
+    let left: Vec<PathBuf> = entry_files(&cache).into_iter().filter(|f| f.file_name().is_some_and(|n| n.to_string_lossy().contains(".tmp"))).collect();
     assert!(left.is_empty(), "temporary files of the killed run are removed at start-up: {left:?}");
     let proxy = reqwest::Proxy::all(format!("http://{}", served.addrs[0])).expect("a proxy URL");
     let client = client_builder(proxy).build().expect("a client");
