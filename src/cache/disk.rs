@@ -13,7 +13,7 @@
 //! temporary file (removed at the next start) and never a torn file under an entry's name.
 //! Files are not synced one by one: the checksum of every record ([`record::decode`]) catches
 //! what a power cut could leave (a renamed file whose blocks never reached the disk), and such
-//! an entry is logged, deleted and fetched again. Syncing each file cost 25 times the write
+//! an entry is logged, deleted and fetched again. Syncing each file cost 24 times the write
 //! rate (1,000 against 24,000 entries of 20 KB a second on this machine's disk).
 //!
 //! What is on the disk is known without reading it: at start-up the folder is listed
