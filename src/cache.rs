@@ -36,11 +36,11 @@
 //! invalid `Expires` as the past). An unsafe request that succeeds marks its URL's entries
 //! invalid ([`Cache::invalidate_uri`]), whatever key they are under.
 //!
-//! With `cache.disk_dir` set, memory is the first of two tiers ([`disk`]): every entry stored
+//! With `cache.disk_dir` set, memory is the first of two tiers (`disk`): every entry stored
 //! is also written to a file of its own in the background (write-through, so that a restart or
 //! a crash keeps what memory held), and a memory miss ([`Cache::get`]) reads the key's file on
 //! a blocking thread and promotes what it finds to memory. A file holds the key whole, the
-//! served head, the freshness policy and the body under one checksum ([`record`]): a collision
+//! served head, the freshness policy and the body under one checksum (`record`): a collision
 //! of file names, a torn write or flipped bytes is never served. What the disk tier does not
 //! keep: the `Vary` names learnt per URL and the marks of unsafe requests live in memory, so
 //! after a restart the first request for a URL whose response varies is fetched once more, and
