@@ -1,5 +1,6 @@
-//! The HTTP cache of the whole gateway: a moka store bounded in bytes, and HTTP freshness
-//! (RFC 9111) decided by `http-cache-semantics` as a shared cache.
+//! The HTTP cache of the whole gateway: a moka store bounded in bytes, optionally backed by a
+//! disk tier, and HTTP freshness (RFC 9111) decided by `http-cache-semantics` as a shared
+//! cache.
 //!
 //! It keeps every storable response to a GET, in every profile, in one of two [`Form`]s: a page
 //! pith rewrote, as rewritten, or a response pith streamed through unchanged (images,
@@ -35,6 +36,16 @@
 //! invalid `Expires` as the past). An unsafe request that succeeds marks its URL's entries
 //! invalid ([`Cache::invalidate_uri`]), whatever key they are under.
 //!
+//! With `cache.disk_dir` set, memory is the first of two tiers (`disk`): every entry stored
+//! is also written to a file of its own in the background (write-through, so that a restart or
+//! a crash keeps what memory held), and a memory miss ([`Cache::get`]) reads the key's file on
+//! a blocking thread and promotes what it finds to memory. A file holds the key whole, the
+//! served head, the freshness policy and the body under one checksum (`record`): a collision
+//! of file names, a torn write or flipped bytes is never served. What the disk tier does not
+//! keep: the `Vary` names learnt per URL and the marks of unsafe requests live in memory, so
+//! after a restart the first request for a URL whose response varies is fetched once more, and
+//! a page invalidated just before a restart may be served until it is stale.
+//!
 //! Where pith differs from RFC 9111 on purpose, it is because a rewritten page is pith's
 //! rewrite, not the origin's bytes: its `ETag` is weakened (`W/`), its `Content-Length`,
 //! `Content-Type` and `Content-Encoding` are those of the rewritten, re-encoded page (so a 304
@@ -46,7 +57,6 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -58,12 +68,16 @@ use http_cache_semantics::{AfterResponse, BeforeRequest, CachePolicy, RequestLik
 use moka::notification::RemovalCause;
 
 use crate::body::Coding;
-use crate::config::CacheConfig;
+use crate::config::{CacheConfig, DiskConfig};
 use crate::pipeline::Profile;
 
+mod disk;
 mod fields;
+mod record;
 mod storable;
 
+pub use disk::{Disk, DiskError, DiskSnapshot};
+pub use record::RecordError;
 pub use storable::{admit, admit_head, is_candidate, is_conditional, is_only_if_cached, vary_names, Pending, Refusal};
 
 /// What a cache lookup needs to know of a client's request: its method, absolute URL and
@@ -433,6 +447,8 @@ pub struct Snapshot {
     pub bytes: u64,
     /// The bound on `bytes`.
     pub max_bytes: u64,
+    /// The disk tier's, when there is one.
+    pub disk: Option<DiskSnapshot>,
 }
 
 /// How long a URL whose last response could not be kept goes straight to the origin, without
@@ -457,11 +473,31 @@ pub struct Cache {
     /// ([`Cache::hold_copy`]).
     copying: AtomicU64,
     max_copying: u64,
+    /// The disk tier (`cache.disk_dir`), and the settings it was opened with.
+    disk: Option<(Arc<Disk>, DiskConfig)>,
 }
 
 impl Cache {
-    /// A cache sized by `config`, for the profiles of this configuration.
+    /// A cache sized by `config`, for the profiles of this configuration. Its disk tier, if
+    /// `config` has one, is opened here (the folder is listed: blocking); one that cannot be
+    /// opened is logged, and the cache runs in memory.
     pub fn new(config: &CacheConfig, profiles: &BTreeMap<String, Arc<Profile>>) -> Cache {
+        let disk = config.disk.as_ref().and_then(|d| Some((disk::open_or_warn(&d.dir, d.max_bytes, max_queued(config))?, d.clone())));
+        Cache::with_disk(config, profiles, disk)
+    }
+
+    /// A cache for a new configuration that keeps `prev`'s disk tier when its folder and bound
+    /// are unchanged: the folder is not listed again, and writes still in flight stay in
+    /// its index. The memory tier starts empty, so no page rewritten by old rules is served
+    /// from it; on disk, such pages are under keys the new rules never make.
+    pub fn reconfigured(config: &CacheConfig, profiles: &BTreeMap<String, Arc<Profile>>, prev: &Cache) -> Cache {
+        match (&prev.disk, &config.disk) {
+            (Some((disk, was)), Some(now)) if was == now => Cache::with_disk(config, profiles, Some((disk.clone(), now.clone()))),
+            _ => Cache::new(config, profiles),
+        }
+    }
+
+    fn with_disk(config: &CacheConfig, profiles: &BTreeMap<String, Arc<Profile>>, disk: Option<(Arc<Disk>, DiskConfig)>) -> Cache {
         let counters = Arc::new(Counters::default());
         let evicted = counters.clone();
         let entries = moka::future::Cache::builder()
@@ -500,6 +536,7 @@ impl Cache {
             counters,
             copying: AtomicU64::new(0),
             max_copying,
+            disk,
         }
     }
 
@@ -539,15 +576,26 @@ impl Cache {
         Key { base, vary }
     }
 
-    /// The entry under `key`, fresh or not.
+    /// The entry under `key`, fresh or not: from memory, else from the disk tier, and then
+    /// kept in memory again (promoted) without being written back.
     pub async fn get(&self, key: &Key) -> Option<Arc<Entry>> {
-        self.entries.get(key).await
+        if let Some(entry) = self.entries.get(key).await {
+            return Some(entry);
+        }
+        let (disk, _) = self.disk.as_ref()?;
+        let entry = Arc::new(disk.read(key).await?);
+        self.entries.insert(key.clone(), entry.clone()).await;
+        Some(entry)
     }
 
-    /// Drops the entry under `key` (a stale entry about to be revalidated, so that concurrent
-    /// requests wait for the revalidation instead of repeating it).
+    /// Drops the entry under `key`, in memory and on disk (a stale entry about to be
+    /// revalidated, so that concurrent requests wait for the revalidation instead of repeating
+    /// it; the revalidated entry is stored again).
     pub async fn invalidate(&self, key: &Key) {
         self.entries.invalidate(key).await;
+        if let Some((disk, _)) = &self.disk {
+            disk.remove(key);
+        }
     }
 
     /// The entry under `key`, or the one `fill` produces, which is then stored. Concurrent
@@ -562,11 +610,14 @@ impl Cache {
     }
 
     /// Remembers the `Vary` names an entry was stored with, so the next lookup of its URL
-    /// uses them, and counts the store.
-    pub fn note_stored(&self, key: &Key, entry: &Entry) {
+    /// uses them, counts the store, and writes the entry through to the disk tier.
+    pub fn note_stored(&self, key: &Key, entry: &Arc<Entry>) {
         self.passes.invalidate(&key.base);
         self.variants.insert(key.base.clone(), entry.vary.clone());
         self.counters.stores.fetch_add(1, Ordering::Relaxed);
+        if let Some((disk, _)) = &self.disk {
+            disk.write(key, entry.clone());
+        }
     }
 
     /// Stores `entry` under `key` directly: for a fill whose response varies on headers
@@ -629,19 +680,31 @@ impl Cache {
             entries: self.entries.entry_count(),
             bytes: self.entries.weighted_size(),
             max_bytes: self.max_bytes,
+            disk: self.disk.as_ref().map(|(disk, _)| disk.snapshot()),
         }
     }
 }
 
+/// Bytes of entries that may wait to be written to disk: a quarter of the memory tier, at least
+/// one entry. They are mostly the same entries memory holds (shared, not copied).
+fn max_queued(config: &CacheConfig) -> u64 {
+    (config.max_bytes / 4).max(config.max_entry_bytes)
+}
+
 /// A hash of everything in a profile that shapes its output: the rules' own canonical
-/// fingerprint, the output form and the stage-2 settings (preset, choices, site rules).
+/// fingerprint, the output form, the stage-2 settings (preset, choices, the site rules'
+/// fingerprint, the ad lists) and the reading-mode extractor. Stable from one run to the next
+/// (FNV-1a over text that has no map order or address in it), because disk entries are found
+/// by keys that hold it.
 fn settings_hash(profile: &Profile) -> u64 {
-    let mut h = DefaultHasher::new();
-    profile.name.hash(&mut h);
-    profile.rules.fingerprint().hash(&mut h);
-    format!("{:?}", profile.output).hash(&mut h);
-    format!("{:?}", profile.stage2).hash(&mut h);
-    h.finish()
+    let mut text = format!("{}\0{:x}\0{:?}", profile.name, profile.rules.fingerprint(), profile.output);
+    if let Some(stage2) = &profile.stage2 {
+        text.push_str(&format!("\0{:?}\0{:x}\0{:?}", stage2.options, stage2.sites.fingerprint(), stage2.ads));
+    }
+    if let Some(reader) = &profile.reader {
+        text.push_str(&format!("\0{:?}", reader.algorithm));
+    }
+    record::name(text.as_bytes())
 }
 
 /// `/metrics` in the Prometheus text format; `None` when the cache is off.
@@ -651,7 +714,7 @@ pub fn render_metrics(snapshot: Option<&Snapshot>) -> String {
         out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"));
     };
     metric("pith_cache_enabled", "gauge", "1 when the HTTP cache is on.", u64::from(snapshot.is_some()));
-    let s = snapshot.copied().unwrap_or(Snapshot { hits: 0, misses: 0, revalidations: 0, stores: 0, evictions: 0, entries: 0, bytes: 0, max_bytes: 0 });
+    let s = snapshot.copied().unwrap_or(Snapshot { hits: 0, misses: 0, revalidations: 0, stores: 0, evictions: 0, entries: 0, bytes: 0, max_bytes: 0, disk: None });
     metric("pith_cache_hits_total", "counter", "Requests answered from a kept response without asking the origin.", s.hits);
     metric("pith_cache_misses_total", "counter", "Cacheable requests that needed the origin's whole response.", s.misses);
     metric("pith_cache_revalidations_total", "counter", "Kept responses the origin confirmed with 304 Not Modified.", s.revalidations);
@@ -660,6 +723,16 @@ pub fn render_metrics(snapshot: Option<&Snapshot>) -> String {
     metric("pith_cache_entries", "gauge", "Responses kept now.", s.entries);
     metric("pith_cache_bytes", "gauge", "Bytes kept now.", s.bytes);
     metric("pith_cache_max_bytes", "gauge", "The bound on pith_cache_bytes (cache.max_bytes).", s.max_bytes);
+    let d = s.disk.unwrap_or_default();
+    metric("pith_cache_disk_enabled", "gauge", "1 when the cache has a disk tier (cache.disk_dir) in use.", u64::from(s.disk.is_some()));
+    metric("pith_cache_disk_hits_total", "counter", "Memory misses answered from the disk tier (and promoted to memory).", d.hits);
+    metric("pith_cache_disk_writes_total", "counter", "Entries written to the disk tier.", d.writes);
+    metric("pith_cache_disk_skipped_total", "counter", "Entries not written to disk because the writes waiting held their bound.", d.skipped);
+    metric("pith_cache_disk_errors_total", "counter", "Disk entries dropped as torn, corrupt or unreadable, and writes that failed.", d.errors);
+    metric("pith_cache_disk_evictions_total", "counter", "Disk entries removed to stay within cache.disk_max_bytes.", d.evictions);
+    metric("pith_cache_disk_entries", "gauge", "Entries on disk now.", d.entries);
+    metric("pith_cache_disk_bytes", "gauge", "Bytes of the disk tier's files now.", d.bytes);
+    metric("pith_cache_disk_max_bytes", "gauge", "The bound on pith_cache_disk_bytes (cache.disk_max_bytes).", d.max_bytes);
     out
 }
 
@@ -891,7 +964,7 @@ mod tests {
     fn cache(max_bytes: u64) -> (Cache, Arc<Profile>) {
         let profile = Arc::new(Profile::new("declutter", Arc::new(crate::html::rules::RuleSet::empty()), crate::pipeline::Output::Html));
         let profiles = BTreeMap::from([("declutter".to_string(), profile.clone())]);
-        (Cache::new(&CacheConfig { enabled: true, pass: true, max_bytes, max_entry_bytes: max_bytes }, &profiles), profile)
+        (Cache::new(&CacheConfig { enabled: true, pass: true, max_bytes, max_entry_bytes: max_bytes, disk: None }, &profiles), profile)
     }
 
     #[tokio::test]
@@ -903,7 +976,7 @@ mod tests {
         assert_ne!(cache.key(&en, &profile, Coding::Identity), cache.key(&en, &profile, Coding::Gzip));
         // The same profile name with other rules (a changed config) keys differently.
         let other = Arc::new(Profile::new("declutter", Arc::new(crate::html::rules::RuleSet::builtin("declutter").unwrap()), crate::pipeline::Output::Html));
-        let changed = Cache::new(&CacheConfig { enabled: true, pass: true, max_bytes: 1 << 20, max_entry_bytes: 1 << 20 }, &BTreeMap::from([("declutter".to_string(), other.clone())]));
+        let changed = Cache::new(&CacheConfig { enabled: true, pass: true, max_bytes: 1 << 20, max_entry_bytes: 1 << 20, disk: None }, &BTreeMap::from([("declutter".to_string(), other.clone())]));
         assert_ne!(cache.key(&en, &profile, Coding::Identity), changed.key(&en, &other, Coding::Identity), "changed rules, new key");
         let origin = headers(&[("cache-control", "max-age=60"), ("vary", "Accept-Language")]);
         let entry = admit(&en, (StatusCode::OK, &origin), HeaderMap::new(), Bytes::new(), 1 << 20, SystemTime::now()).unwrap();
@@ -947,7 +1020,7 @@ mod tests {
 
     #[test]
     fn metrics_text_names_every_counter() {
-        let s = Snapshot { hits: 3, misses: 2, revalidations: 1, stores: 2, evictions: 0, entries: 2, bytes: 900, max_bytes: 1000 };
+        let s = Snapshot { hits: 3, misses: 2, revalidations: 1, stores: 2, evictions: 0, entries: 2, bytes: 900, max_bytes: 1000, disk: None };
         let text = render_metrics(Some(&s));
         for line in ["pith_cache_enabled 1", "pith_cache_hits_total 3", "pith_cache_misses_total 2", "pith_cache_revalidations_total 1", "pith_cache_bytes 900", "pith_cache_entries 2", "pith_cache_evictions_total 0"] {
             assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");

@@ -307,11 +307,22 @@ pub struct RawCache {
     pub max_bytes: Spanned<u64>,
     /// Bytes one entry may take.
     pub max_entry_bytes: Spanned<u64>,
+    /// Folder of the disk tier; empty for none.
+    pub disk_dir: Spanned<String>,
+    /// Bytes the disk tier's files may take together.
+    pub disk_max_bytes: Spanned<u64>,
 }
 
 impl Default for RawCache {
     fn default() -> Self {
-        RawCache { enabled: true, pass: true, max_bytes: Spanned::new(0..0, 64 << 20), max_entry_bytes: Spanned::new(0..0, 1 << 20) }
+        RawCache {
+            enabled: true,
+            pass: true,
+            max_bytes: Spanned::new(0..0, 64 << 20),
+            max_entry_bytes: Spanned::new(0..0, 1 << 20),
+            disk_dir: Spanned::new(0..0, String::new()),
+            disk_max_bytes: Spanned::new(0..0, 1 << 30),
+        }
     }
 }
 
@@ -441,6 +452,18 @@ pub struct CacheConfig {
     pub max_bytes: u64,
     /// Bytes one entry may take; a larger response is served but not kept.
     pub max_entry_bytes: u64,
+    /// The disk tier, when `cache.disk_dir` names a folder: entries outlive a restart and
+    /// outgrow memory.
+    pub disk: Option<DiskConfig>,
+}
+
+/// Validated `cache.disk_dir` and `cache.disk_max_bytes`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiskConfig {
+    /// The folder, resolved against the config file's; created when missing.
+    pub dir: PathBuf,
+    /// Bytes the entry files may take together; the least recently used go first past it.
+    pub max_bytes: u64,
 }
 
 /// One validated listener.
@@ -895,7 +918,26 @@ impl Validator<'_> {
         if c.enabled && max_entry_bytes > max_bytes {
             return Err(self.err(c.max_entry_bytes.span(), "cache.max_entry_bytes", format!("{max_entry_bytes} is more than cache.max_bytes ({max_bytes})")));
         }
-        Ok(CacheConfig { enabled: c.enabled, pass: c.pass, max_bytes, max_entry_bytes })
+        Ok(CacheConfig { enabled: c.enabled, pass: c.pass, max_bytes, max_entry_bytes, disk: self.disk(c, max_entry_bytes)? })
+    }
+
+    /// The disk tier's folder and bound. A folder that cannot be opened at start-up is the
+    /// proxy's to report (it then runs from memory alone); here only what the file itself gets
+    /// wrong is refused: a bound that holds no entry, a path that is a file.
+    fn disk(&self, c: &RawCache, max_entry_bytes: u64) -> Result<Option<DiskConfig>, ConfigError> {
+        let dir = c.disk_dir.get_ref().trim();
+        if dir.is_empty() {
+            return Ok(None);
+        }
+        let max_bytes = *c.disk_max_bytes.get_ref();
+        if max_bytes < max_entry_bytes {
+            return Err(self.err(c.disk_max_bytes.span(), "cache.disk_max_bytes", format!("{max_bytes} holds no entry of cache.max_entry_bytes ({max_entry_bytes})")));
+        }
+        let dir = self.base.join(dir);
+        if dir.exists() && !dir.is_dir() {
+            return Err(self.err(c.disk_dir.span(), "cache.disk_dir", format!("{} is not a folder", dir.display())));
+        }
+        Ok(Some(DiskConfig { dir, max_bytes }))
     }
 }
 
@@ -997,7 +1039,7 @@ mod tests {
         assert_eq!((c.limits.rewrite_memory_bytes, c.limits.rewrite_memory_wait), (256 << 20, Duration::from_millis(50)));
         assert_eq!(c.upstream.connect_ports, vec![443]);
         assert!(c.upstream.deny.is_empty() && !c.upstream.deny_private, "no destination is refused by default");
-        assert_eq!(c.cache, CacheConfig { enabled: true, pass: true, max_bytes: 64 << 20, max_entry_bytes: 1 << 20 });
+        assert_eq!(c.cache, CacheConfig { enabled: true, pass: true, max_bytes: 64 << 20, max_entry_bytes: 1 << 20, disk: None });
         assert_eq!((c.limits.max_headers, c.limits.client_rate, c.limits.drain_timeout), (DEFAULT_MAX_HEADERS, None, Duration::from_secs(10)));
         assert_eq!(
             (c.limits.max_connections_per_client, c.limits.client_write_timeout, c.limits.tunnel_idle_timeout),
@@ -1185,6 +1227,8 @@ mod tests {
     rejected!(bad_link_ratio, "[profiles.x]\nrules = \"declutter\"\n\nlink_ratio = -1.0\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:4:", "profiles.x.link_ratio");
     rejected!(cache_without_room, "[cache]\nenabled = true\nmax_bytes = 0\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:3:", "cache.max_bytes");
     rejected!(cache_entry_over_total, "[cache]\nmax_bytes = 1000\nmax_entry_bytes = 2000\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:3:", "cache.max_entry_bytes");
+    rejected!(cache_disk_without_room, "[cache]\ndisk_dir = \"cache\"\ndisk_max_bytes = 1000\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:3:", "cache.disk_max_bytes");
+    rejected!(cache_disk_dir_is_a_file, "[cache]\ndisk_dir = \"/dev/null\"\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "cache.disk_dir");
     rejected!(cache_unknown_key, "[cache]\nsize = 1\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "cache.size");
     rejected!(intercept_bad_host, "[intercept]\nenabled = true\nnever = [\"https://bank.example/\"]\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:3:", "intercept.never", "bank.example");
     rejected!(intercept_empty_ca_dir, "[intercept]\nca_dir = \"\"\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "intercept.ca_dir");

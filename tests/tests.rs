@@ -8,6 +8,7 @@ mod access;
 mod budget;
 mod cache;
 mod cache_all;
+mod cache_disk;
 mod cache_rfc;
 mod charset;
 mod codings;

@@ -284,8 +284,9 @@ impl Fill<'_> {
     fn refreshed(&self, entry: Entry) -> Arc<Entry> {
         self.cache.count_revalidation();
         self.set_ran(true, 0);
+        let entry = Arc::new(entry);
         self.cache.note_stored(&self.key, &entry);
-        Arc::new(entry)
+        entry
     }
 
     /// The page asked for again without conditions, because the origin's 304 named another

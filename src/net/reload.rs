@@ -191,7 +191,12 @@ impl State {
             Some(kept) if kept.limit() == limit => kept,
             _ => Arc::new(RateLimiter::new(limit)),
         });
-        let cache = config.cache.enabled.then(|| Arc::new(crate::cache::Cache::new(&config.cache, &config.profiles)));
+        // The disk tier, when its folder and bound stay, is kept: listing it again would race
+        // the old cache's writes still in flight.
+        let cache = config.cache.enabled.then(|| match prev.and_then(|p| p.cache.as_ref()) {
+            Some(old) => Arc::new(crate::cache::Cache::reconfigured(&config.cache, &config.profiles, old)),
+            None => Arc::new(crate::cache::Cache::new(&config.cache, &config.profiles)),
+        });
         // Kept while its settings stay: pages being rewritten hold parts of it.
         let (memory, wait) = (config.limits.rewrite_memory_bytes, config.limits.rewrite_memory_wait);
         let budget = match prev {

@@ -198,7 +198,7 @@ mod tests {
     fn setup(max_entry_bytes: u64) -> (Arc<Cache>, Ask, Key, Pending) {
         let profile = Arc::new(Profile::new("pass", Arc::new(crate::html::rules::RuleSet::empty()), Output::Html));
         let profiles = BTreeMap::from([("pass".to_string(), profile.clone())]);
-        let cache = Arc::new(Cache::new(&CacheConfig { enabled: true, pass: true, max_bytes: 1 << 20, max_entry_bytes }, &profiles));
+        let cache = Arc::new(Cache::new(&CacheConfig { enabled: true, pass: true, max_bytes: 1 << 20, max_entry_bytes, disk: None }, &profiles));
         let mut headers = HeaderMap::new();
         headers.insert(header::HOST, HeaderValue::from_static("example.com"));
         let ask = Ask::new(Method::GET, "http://example.com/logo.png".parse().unwrap(), headers);
