@@ -693,11 +693,11 @@ fn max_queued(config: &CacheConfig) -> u64 {
 
 /// A hash of everything in a profile that shapes its output: the rules' own canonical
 /// fingerprint, the output form, the stage-2 settings (preset, choices, the site rules'
-/// fingerprint, the ad lists) and the reading-mode extractor. Stable from one run to the next
-/// (FNV-1a over text that has no map order or address in it), because disk entries are found
-/// by keys that hold it.
+/// fingerprint, the ad lists) and the reading-mode extractor, and the build of pith that
+/// rewrites ([`build_id`]). Stable from one run of a build to the next (FNV-1a over text that
+/// has no map order or address in it), because disk entries are found by keys that hold it.
 fn settings_hash(profile: &Profile) -> u64 {
-    let mut text = format!("{}\0{:x}\0{:?}", profile.name, profile.rules.fingerprint(), profile.output);
+    let mut text = format!("{}\0{}\0{:x}\0{:?}", build_id(), profile.name, profile.rules.fingerprint(), profile.output);
     if let Some(stage2) = &profile.stage2 {
         text.push_str(&format!("\0{:?}\0{:x}\0{:?}", stage2.options, stage2.sites.fingerprint(), stage2.ads));
     }
@@ -705,6 +705,18 @@ fn settings_hash(profile: &Profile) -> u64 {
         text.push_str(&format!("\0{:?}", reader.algorithm));
     }
     record::name(text.as_bytes())
+}
+
+/// Which build of pith is running: its version and the size and time of its executable. The
+/// removers, the extractors and the word lists built into a binary shape the pages it writes,
+/// so a page rewritten by another build is not served from the disk tier as this one's.
+fn build_id() -> &'static str {
+    static ID: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        let exe = std::env::current_exe().and_then(std::fs::metadata).ok();
+        let stamp = exe.as_ref().and_then(|m| m.modified().ok()).and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+        format!("{} {} {}", env!("CARGO_PKG_VERSION"), exe.map_or(0, |m| m.len()), stamp.map_or(0, |d| d.as_nanos()))
+    });
+    &ID
 }
 
 /// `/metrics` in the Prometheus text format; `None` when the cache is off.
