@@ -378,23 +378,14 @@ fn large_rewrites() -> &'static tokio::sync::Semaphore {
     })
 }
 
-/// Runs the pipeline in the profile's output form. A page nested deeper than the tree holds
-/// cannot be rendered as text whole; rather than refuse it (a 500 over a page that is fine
-/// HTML), the text form falls back to the stage-1 HTML page, as the HTML form already does.
-/// [`rewrite_headers`] says so in `x-pith-fallback`.
+/// Runs the pipeline in the profile's output form; the form served is the pipeline's decision
+/// ([`pipeline::ServedForm`]), which [`rewrite_headers`] reports.
 fn process(profile: &Profile, doc: &[u8], content_type: Option<&str>, url: &str) -> Result<pipeline::Page, pipeline::PipelineError> {
-    match pipeline::process(profile, doc, content_type, profile.output, Some(url)) {
-        Err(pipeline::PipelineError::TooDeep { depth }) if profile.output == pipeline::Output::Text => {
-            tracing::debug!(url, depth, "page too deep to render as text; serving the stage-1 HTML page");
-            pipeline::process(profile, doc, content_type, pipeline::Output::Html, Some(url))
-        }
-        other => other,
+    let page = pipeline::process(profile, doc, content_type, profile.output, Some(url))?;
+    if page.form.is_fallback() {
+        tracing::debug!(url, form = ?page.form, "page too deep for the tree; serving the stage-1 HTML page");
     }
-}
-
-/// True when [`process`] served the stage-1 HTML page instead of the profile's text form.
-fn is_too_deep_fallback(page: &pipeline::Page, profile: &Profile) -> bool {
-    profile.output == pipeline::Output::Text && page.content_type.starts_with("text/html")
+    Ok(page)
 }
 
 /// Headers of a rewritten page: new type, coding and length; validators weakened, because
@@ -438,14 +429,12 @@ fn rewrite_headers(headers: &mut HeaderMap, page: &pipeline::Page, coding: Codin
     if let Ok(v) = HeaderValue::from_str(&summary) {
         headers.insert("x-pith", v);
     }
-    // The safety net fired, or reading mode served the declutter page: say what, and why.
+    // Another form than asked, the safety net fired, or reading mode served the declutter
+    // page: say what, and why.
     if let Some(fallback) = page.fallback_header() {
         if let Ok(v) = HeaderValue::from_str(&fallback) {
             headers.insert("x-pith-fallback", v);
         }
-    }
-    if is_too_deep_fallback(page, profile) {
-        headers.insert("x-pith-fallback", HeaderValue::from_static("too-deep; served as de-cluttered HTML, not text"));
     }
 }
 
