@@ -477,14 +477,19 @@ fn extract_one(file: &Path, profile: &pipeline::Profile, output: Output, out_dir
     } else {
         std::fs::read(file).context("cannot read the file")?
     };
+    // The form written is the pipeline's decision, as in the proxy: a page too deep for the
+    // tree is the stage-1 HTML page whatever form was asked.
     let page = pipeline::process(profile, &input, given.content_type, output, given.url)?;
+    if page.form.is_fallback() {
+        eprintln!("pith: {}: too deep for the tree; wrote the stage-1 HTML page, not text", file.display());
+    }
     let fell_back = page.reading.as_ref().is_some_and(|r| r.fallback.is_some());
     let hidden = page.reading.as_ref().is_some_and(|r| r.hidden.is_some());
     match out_dir {
         None => std::io::stdout().write_all(&page.body).context("cannot write to standard output")?,
         Some(dir) => {
             let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "stdin".into());
-            let ext = if output == Output::Html { "html" } else { "txt" };
+            let ext = if page.form.output() == Output::Html { "html" } else { "txt" };
             let path = dir.join(format!("{stem}.{ext}"));
             std::fs::write(&path, &page.body).with_context(|| format!("cannot write {}", path.display()))?;
         }

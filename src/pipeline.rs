@@ -19,6 +19,10 @@
 //! ([`crate::render::reader`]). When the extractor leaves no clear main content (see
 //! [`judge`]), the declutter page is served instead, with a note on the page and in the
 //! [`Page::fallback_header`].
+//!
+//! A page too deep for the tree is served as the stage-1 HTML page whatever form was asked
+//! ([`ServedForm::TooDeep`]). That is decided here and returned in [`Page::form`], which the
+//! proxy and `pith extract` both obey, so neither refuses a page the other serves.
 
 use std::sync::Arc;
 
@@ -144,7 +148,9 @@ impl Profile {
 pub struct Page {
     /// UTF-8 bytes to serve.
     pub body: Vec<u8>,
-    /// The Content-Type to serve them with.
+    /// The form they are in, and whether it is the form asked for.
+    pub form: ServedForm,
+    /// The Content-Type to serve them with ([`ServedForm::content_type`]).
     pub content_type: &'static str,
     /// What stage 1 did.
     pub stats: Stage1Stats,
@@ -166,9 +172,13 @@ impl Page {
         self.reading.as_ref().map(Reading::summary)
     }
 
-    /// The value of the proxy's `x-pith-fallback` header: set when reading mode served the
-    /// declutter page, or when the removers' safety net served a gentler preset.
+    /// The value of the proxy's `x-pith-fallback` header: set when a text form was asked of a
+    /// page too deep for the tree ([`ServedForm::TooDeep`]), when reading mode served the declutter
+    /// page, or when the removers' safety net served a gentler preset.
     pub fn fallback_header(&self) -> Option<String> {
+        if self.form.is_fallback() {
+            return Some(TOO_DEEP_NOTE.to_string());
+        }
         let reading = self.reading.as_ref().and_then(|r| r.fallback.as_ref()).map(ToString::to_string);
         reading.or_else(|| self.removal.as_ref().and_then(|r| r.fallback).map(|f| f.to_string()))
     }
@@ -284,12 +294,49 @@ pub enum PipelineError {
         #[from]
         source: RewriteError,
     },
-    /// The page nests elements too deeply to be parsed whole into a tree.
-    #[error("the page nests elements more than {depth} deep; it cannot be rendered as text")]
+}
+
+/// The form [`process`] served. It is decided here, once, and every caller obeys it: the
+/// proxy serves the page with its content type and says in `x-pith-fallback` when it is not
+/// the form asked for, and `pith extract` writes it as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServedForm {
+    /// The form asked for.
+    Asked(Output),
+    /// The page nests deeper than the tree holds ([`crate::dom::MAX_DEPTH`]) or is longer than
+    /// it takes ([`crate::dom::MAX_INPUT`]), so it cannot be judged or rendered whole from a
+    /// tree: the stage-1 page is served as HTML (the streaming rewriter's, which has no depth
+    /// limit), whatever form was asked. A text form is not cut short, nor refused.
     TooDeep {
-        /// The tree's depth limit.
-        depth: u32,
+        /// The form asked for.
+        asked: Output,
     },
+}
+
+impl ServedForm {
+    /// The form of the bytes served.
+    pub fn output(self) -> Output {
+        match self {
+            ServedForm::Asked(output) => output,
+            ServedForm::TooDeep { .. } => Output::Html,
+        }
+    }
+
+    /// The Content-Type to serve the bytes with.
+    pub fn content_type(self) -> &'static str {
+        match self.output() {
+            Output::Html => "text/html; charset=utf-8",
+            Output::Text | Output::Content => "text/plain; charset=utf-8",
+        }
+    }
+
+    /// True when the form served is not the form asked for.
+    pub fn is_fallback(self) -> bool {
+        match self {
+            ServedForm::Asked(_) => false,
+            ServedForm::TooDeep { asked } => asked != Output::Html,
+        }
+    }
 }
 
 /// Transforms one whole document. `content_type` is the response's header, if any, for its
@@ -305,20 +352,18 @@ pub fn process(
 ) -> Result<Page, PipelineError> {
     let detected = charset::detect(content_type, doc);
     let utf8 = charset::to_utf8(doc, detected.encoding);
-    let Transformed { body, stats, removal, reading } = if profile.stage2.is_none() && profile.reader.is_none() && output == Output::Html {
-        // Even with no rules the rewriter runs: it re-declares the charset as UTF-8.
-        let (body, stats) = stage1::rewrite(&profile.rules, &utf8)?;
-        Transformed { body, stats, removal: None, reading: None }
-    } else {
-        parsed(profile, &utf8, output, page_url)?
-    };
-    let content_type = match output {
-        Output::Html => "text/html; charset=utf-8",
-        Output::Text | Output::Content => "text/plain; charset=utf-8",
-    };
+    let Transformed { body, form, stats, removal, reading } =
+        if profile.stage2.is_none() && profile.reader.is_none() && output == Output::Html {
+            // Even with no rules the rewriter runs: it re-declares the charset as UTF-8.
+            let (body, stats) = stage1::rewrite(&profile.rules, &utf8)?;
+            Transformed { body, form: ServedForm::Asked(output), stats, removal: None, reading: None }
+        } else {
+            parsed(profile, &utf8, output, page_url)?
+        };
     Ok(Page {
         body: body.into_bytes(),
-        content_type,
+        form,
+        content_type: form.content_type(),
         stats,
         charset_source: detected.source,
         charset: detected.encoding.name(),
@@ -330,6 +375,7 @@ pub fn process(
 /// What [`process`] serves, before its content type is chosen.
 struct Transformed {
     body: String,
+    form: ServedForm,
     stats: Stage1Stats,
     removal: Option<Removal>,
     reading: Option<Reading>,
@@ -361,15 +407,13 @@ fn parsed(profile: &Profile, utf8: &str, output: Output, page_url: Option<&str>)
     let (tree, filtered) = source.parse();
     stats.elements_removed += filtered.elements;
     stats.attributes_removed += filtered.attributes;
-    // The tree stops at `dom::MAX_DEPTH` (html5ever is quadratic on deep nesting), so a deeper
-    // page cannot be judged or rendered whole from it: the HTML form falls back to the
-    // stage-1 page (the streaming rewriter's), the text form is refused rather than cut short.
+    // The tree stops at `dom::MAX_DEPTH`, so a deeper page cannot be judged or rendered whole
+    // from it: every form falls back to the stage-1 page ([`ServedForm::TooDeep`]).
     let (body, removal, reading) = match (tree.is_truncated(), &profile.reader, &profile.stage2) {
-        (true, ..) if output == Output::Html => {
+        (true, ..) => {
             let (body, stats) = stage1::rewrite(&profile.rules, utf8)?;
-            return Ok(Transformed { body, stats, removal: None, reading: None });
+            return Ok(Transformed { body, form: ServedForm::TooDeep { asked: output }, stats, removal: None, reading: None });
         }
-        (true, ..) => return Err(PipelineError::TooDeep { depth: crate::dom::MAX_DEPTH }),
         (false, Some(reader), stage2) => {
             let (body, removal, reading) = reading_page(tree, source, reader, stage2.as_deref(), output, page_url);
             (body, removal, Some(reading))
@@ -380,7 +424,7 @@ fn parsed(profile: &Profile, utf8: &str, output: Output, page_url: Option<&str>)
         }
         (false, None, None) => (crate::render::text::render(&tree), None, None),
     };
-    Ok(Transformed { body, stats, removal, reading })
+    Ok(Transformed { body, form: ServedForm::Asked(output), stats, removal, reading })
 }
 
 /// Reading mode over a parsed stage-1 page: metadata, extraction, judgement, then the reading
@@ -512,6 +556,9 @@ fn from_hidden(visible: &Tree, source: &Source<'_>, job: &Extraction<'_>) -> Opt
     }
     None
 }
+
+/// `x-pith-fallback` for a text form asked of a page too deep for the tree ([`ServedForm::TooDeep`]).
+pub const TOO_DEEP_NOTE: &str = "too-deep; served as de-cluttered HTML, not text";
 
 /// The note on a declutter page served in place of a reading page.
 pub const FALLBACK_NOTE: &str =
@@ -872,7 +919,7 @@ mod tests {
     }
 
     #[test]
-    fn too_deep_pages_fall_back_whole_or_are_refused() {
+    fn too_deep_pages_fall_back_whole_to_the_stage1_page_in_every_form() {
         let depth = crate::dom::MAX_DEPTH as usize + 50;
         let doc = format!("<html><body>{}<p>deep text</p>{}</body></html>", "<div>".repeat(depth), "</div>".repeat(depth));
         let stage1_only = process(&Profile::new("s1", declutter(Output::Html).rules, Output::Html), doc.as_bytes(), None, Output::Html, None).expect("page");
@@ -880,8 +927,13 @@ mod tests {
         assert_eq!(page.body, stage1_only.body, "the stage-1 page, whole");
         assert!(String::from_utf8_lossy(&page.body).contains("deep text"));
         assert!(page.removal.is_none());
-        let text = process(&declutter(Output::Text), doc.as_bytes(), None, Output::Text, None);
-        assert!(matches!(text, Err(PipelineError::TooDeep { .. })), "{text:?}");
+        assert_eq!((page.form, page.fallback_header()), (ServedForm::TooDeep { asked: Output::Html }, None));
+        for output in [Output::Text, Output::Content] {
+            let text = process(&declutter(Output::Text), doc.as_bytes(), None, output, None).expect("page");
+            assert_eq!(text.body, stage1_only.body, "{output:?}: the stage-1 page, whole");
+            assert_eq!((text.form, text.content_type), (ServedForm::TooDeep { asked: output }, "text/html; charset=utf-8"));
+            assert_eq!(text.fallback_header().as_deref(), Some(TOO_DEEP_NOTE));
+        }
     }
 
     #[test]

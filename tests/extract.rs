@@ -118,3 +118,44 @@ fn extract_prints_the_content_alone_as_text_and_the_title_lines_as_listener() {
     let listener = run("listener");
     assert!(listener.starts_with("Spring tides\n") && listener.contains("Spring tides come twice a month"), "the title line first: {listener}");
 }
+
+/// A page nested deeper than the tree holds is decided once, by the pipeline: the proxy and
+/// `pith extract` serve the same bytes for it (the stage-1 HTML page), in every profile and every
+/// `--format`, where `extract --format text` used to fail on a page the proxy served.
+#[tokio::test]
+async fn extract_and_the_proxy_agree_on_a_page_too_deep_for_the_tree() {
+    use crate::common::origin::{reply, Origin};
+    const DEPTH: usize = 10_000;
+    let mut page = b"<!DOCTYPE html><html><head><title>deep</title></head><body><script>evil()</script>".to_vec();
+    page.extend(b"<div>".repeat(DEPTH));
+    page.extend_from_slice(b"<p>DEEP-MARKER text at the bottom of the well.</p>");
+    page.extend(b"</div>".repeat(DEPTH));
+    page.extend_from_slice(b"<p>After the well, more text that stays.</p></body></html>");
+    const READERS: &str = "[profiles.reader]\nrules = \"reader\"\noutput = \"html\"\nalgorithm = \"pith\"\n\n[profiles.reader-text]\nrules = \"reader\"\noutput = \"text\"\nalgorithm = \"pith\"\n";
+    let dir = tempfile::tempdir().unwrap();
+    let (file, config) = (dir.path().join("deep.html"), dir.path().join("pith.toml"));
+    std::fs::write(&file, &page).unwrap();
+    std::fs::write(&config, format!("[[listener]]\naddress = \"127.0.0.1:0\"\n{}\n{READERS}", crate::common::PROFILES)).unwrap();
+    let served = page.clone();
+    let origin = Origin::new().route("/deep", move |_| reply(&[("content-type", "text/html")], served.clone())).run().await;
+    let url = origin.url("/deep");
+    for profile in ["declutter", "text", "reader", "reader-text"] {
+        let proxy = crate::common::Pith::start(&format!("profile = \"{profile}\"\n{READERS}")).await;
+        let resp = proxy.client().get(&url).send().await.unwrap();
+        assert_eq!(resp.status(), 200, "{profile}");
+        assert_eq!(resp.headers()["content-type"], "text/html; charset=utf-8", "{profile}: the stage-1 HTML page");
+        let proxied = resp.bytes().await.unwrap();
+        assert!(String::from_utf8_lossy(&proxied).contains("DEEP-MARKER"), "{profile}");
+        for format in [None, Some("html"), Some("text"), Some("listener")] {
+            let mut args = vec![os("extract"), os("--config"), config.as_os_str(), os("--profile"), os(profile), os("--url"), os(&url)];
+            if let Some(format) = format {
+                args.extend([os("--format"), os(format)]);
+            }
+            args.push(file.as_os_str());
+            let output = pith(&args);
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert!(output.status.success(), "{profile}/{format:?}: {stderr}");
+            assert!(output.stdout == proxied, "{profile}/{format:?}: extract and the proxy differ:\n{}\n---\n{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&proxied));
+        }
+    }
+}

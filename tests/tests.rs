@@ -1,6 +1,6 @@
 //! pith's integration tests: one binary (it links once), one module per concern. The proxy's
 //! tests start real loopback servers on port 0: an origin, pith itself, and a real client; the
-//! others run the library or the binary offline (`extract`, `fixtures`, `html5lib`).
+//! others run the library or the binary offline (`extract`, `fixtures`, `html5lib`, `selectors`).
 
 mod common;
 
@@ -28,5 +28,6 @@ mod protocol;
 mod proxy;
 mod reader;
 mod reload;
+mod selectors;
 mod shutdown;
 mod userinfo;

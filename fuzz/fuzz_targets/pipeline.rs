@@ -6,7 +6,8 @@
 //!
 //! Properties:
 //! - nothing panics, whatever the bytes and the declared charset;
-//! - HTML output never fails; text output fails only as "too deep";
+//! - no form ever fails: a page too deep for the tree is the stage-1 HTML page whatever form
+//!   was asked, and the page says so ([`pith::pipeline::ServedForm`]);
 //! - the page reports the charset detection chose and the content type of its form;
 //! - the same input gives the same page (no state leaks between requests);
 //! - a reading page either has exactly one `<h1>` or, on fallback, carries the fallback note.
@@ -19,7 +20,7 @@ use libfuzzer_sys::fuzz_target;
 use pith::config::Config;
 use pith::dom::{Ns, Tree};
 use pith::html::charset;
-use pith::pipeline::{process, Output, PipelineError, Profile, Reader, FALLBACK_NOTE};
+use pith::pipeline::{process, Output, Profile, Reader, ServedForm, FALLBACK_NOTE};
 use pith_fuzz::split_control;
 
 const CONTENT_TYPES: &[Option<&str>] = &[
@@ -67,13 +68,17 @@ fuzz_target!(|data: &[u8]| {
 
     let page = match process(profile, doc, content_type, output, Some(PAGE_URL)) {
         Ok(page) => page,
-        Err(PipelineError::TooDeep { .. }) if output.is_text() => return,
         Err(err) => panic!("profile {} ({output:?}) failed: {err}", profile.name),
     };
+    // The form asked for, or the stage-1 HTML page of a page too deep for the tree.
+    let asked = match page.form {
+        ServedForm::Asked(asked) | ServedForm::TooDeep { asked } => asked,
+    };
+    assert_eq!(asked, output, "profile {}: the form asked is the form reported", profile.name);
     let detected = charset::detect(content_type, doc);
     assert_eq!(page.charset, detected.encoding.name());
     assert_eq!(page.charset_source, detected.source);
-    let want = match output {
+    let want = match page.form.output() {
         Output::Html => "text/html; charset=utf-8",
         Output::Text | Output::Content => "text/plain; charset=utf-8",
     };
@@ -82,7 +87,7 @@ fuzz_target!(|data: &[u8]| {
     let again = process(profile, doc, content_type, output, Some(PAGE_URL)).expect("succeeded once");
     assert!(again.body == page.body, "profile {}: the same input gave another page", profile.name);
 
-    if let (Some(reading), Output::Html) = (&page.reading, output) {
+    if let (Some(reading), Output::Html) = (&page.reading, page.form.output()) {
         let body = String::from_utf8_lossy(&page.body);
         if reading.fallback.is_some() {
             assert!(body.contains(FALLBACK_NOTE), "the fallback page carries its note");

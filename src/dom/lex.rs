@@ -18,18 +18,28 @@
 //! html5ever's tokenizer, on crafted edge cases, on random markup and on every development page,
 //! and `tests/html5lib.rs` runs the html5lib-tests tree-construction suite through the whole
 //! parser.
+//!
+//! This file is the tokenizer itself; `names.rs` is its per-thread table of interned tag and
+//! attribute names, `charref.rs` decodes character references, `doctype.rs` reads a DOCTYPE.
 
 use std::borrow::Cow;
 use std::cell::OnceCell;
 
-use markup5ever::data::{C1_REPLACEMENTS, NAMED_ENTITIES};
 use markup5ever::interface::{Attribute, QualName};
 use markup5ever::tendril::StrTendril;
 use markup5ever::{ns, LocalName};
 use html5ever::tokenizer::states::RawKind;
-use html5ever::tokenizer::{Doctype, TagKind, Token, TokenSink, TokenSinkResult};
+use html5ever::tokenizer::{TagKind, Token, TokenSink, TokenSinkResult};
 
 use super::TagAttr;
+pub(crate) use charref::attribute_char_ref;
+use charref::{char_ref, RefIn};
+use doctype::parse_doctype;
+use names::{Names, NAMES};
+
+mod charref;
+mod doctype;
+mod names;
 
 /// The input stream preprocessing of the specification, done before [`run`]: a leading byte
 /// order mark is dropped, and carriage returns are normalised (`\r\n` and lone `\r` become
@@ -185,120 +195,6 @@ enum Pending {
     Slice(usize, usize),
     /// In `Lexer::owned`.
     Owned,
-}
-
-/// The tag and attribute names met lately, as written and as interned: a page names `div`,
-/// `a`, `class` and `href` hundreds of times, and interning hashes the name and looks it up
-/// in the static set (or, for names outside it, a set shared by every thread, under a lock).
-/// A small table keyed by the name's bytes turns most of those into one comparison.
-///
-/// The table outlives the page: one per thread ([`NAMES`]), handed to each parse and taken
-/// back, so that a page's names are mostly found from the pages before it.
-struct Names {
-    /// A name of 1 to 15 bytes packed with its length in the last byte (so never 0), and the
-    /// atom for it, lower-cased; `(0, "")` is an empty slot.
-    slots: Box<[(u128, LocalName); NAME_SLOTS]>,
-    /// Names of 16 bytes or more, too long for a key (`data-…` attributes, custom elements):
-    /// by a hash of their bytes, with the bytes to compare, as [`Names::miss`] finds them.
-    long: Box<[(u64, Box<str>, LocalName); LONG_SLOTS]>,
-}
-
-/// Slots of [`Names`] for long names: they are few on a page.
-const LONG_SLOTS: usize = 64;
-
-/// Slots of [`Names`]: several times the distinct names of most pages, so that few collide.
-const NAME_SLOTS: usize = 256;
-
-thread_local! {
-    /// The thread's [`Names`] between parses (`None` while a parse holds it).
-    static NAMES: std::cell::Cell<Option<Names>> = const { std::cell::Cell::new(None) };
-}
-
-impl Names {
-    fn new() -> Names {
-        Names {
-            slots: Box::new(std::array::from_fn(|_| (0, LocalName::default()))),
-            long: Box::new(std::array::from_fn(|_| (0, Box::default(), LocalName::default()))),
-        }
-    }
-
-    /// `src[start..end]`, a name as written, lower-cased (U+0000 replaced) and interned.
-    ///
-    /// The key is read from the input in one 16-byte load and masked to the name: copying the
-    /// name's few bytes into a buffer and loading that as one word would stall the load until
-    /// the byte stores drain, on every tag and attribute of the page. Only a hit is inline;
-    /// everything else is [`Names::miss`], out of the way of the callers' registers.
-    #[inline]
-    fn get(&mut self, src: &str, start: usize, end: usize) -> LocalName {
-        let len = end.wrapping_sub(start);
-        let chunk = src.as_bytes().get(start..).and_then(|rest| rest.first_chunk::<16>());
-        if let (1..16, Some(&word)) = (len, chunk) {
-            // The name's bytes, zero above them, and its length in the last byte.
-            let key = (u128::from_le_bytes(word) & KEY_MASKS[len]) | ((len as u128) << 120);
-            let slot = &self.slots[Names::slot(key)];
-            if slot.0 == key {
-                return slot.1.clone();
-            }
-        }
-        self.miss(src, start, end)
-    }
-
-    /// [`Names::get`] for a name not in the table: a long name looked up by its bytes, else
-    /// interned and remembered (unless empty).
-    #[cold]
-    #[inline(never)]
-    fn miss(&mut self, src: &str, start: usize, end: usize) -> LocalName {
-        let raw = &src[start..end];
-        let len = raw.len();
-        if len >= 16 {
-            let mix = |hash: u64, b: u8| {
-                (hash.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x517c_c1b7_2722_0a95)
-            };
-            let hash = raw.bytes().fold(0, mix);
-            let slot = &mut self.long[(hash >> 58) as usize % LONG_SLOTS];
-            if slot.0 != hash || *slot.1 != *raw {
-                *slot = (hash, raw.into(), LocalName::from(&*lower_name(raw)));
-            }
-            return slot.2.clone();
-        }
-        let name = LocalName::from(&*lower_name(raw));
-        if (1..16).contains(&len) {
-            // The key `get` reads, made from the name's bytes alone (near the end of input
-            // there may be no 16 bytes to load).
-            let mut packed = [0u8; 16];
-            packed[..len].copy_from_slice(raw.as_bytes());
-            let key = u128::from_le_bytes(packed) | ((len as u128) << 120);
-            self.slots[Names::slot(key)] = (key, name.clone());
-        }
-        name
-    }
-
-    /// The slot for a key.
-    #[inline]
-    fn slot(key: u128) -> usize {
-        let mixed = (key as u64 ^ (key >> 64) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        (mixed >> 56) as usize % NAME_SLOTS
-    }
-}
-
-/// `KEY_MASKS[len]` keeps the low `len` bytes of a 16-byte word: a table, because a shift of a
-/// `u128` by a variable amount takes a dozen instructions.
-static KEY_MASKS: [u128; 16] = {
-    let mut masks = [0u128; 16];
-    let mut len = 1;
-    while len < 16 {
-        masks[len] = (1u128 << (8 * len)) - 1;
-        len += 1;
-    }
-    masks
-};
-
-/// How `&` is read: in text, or in an attribute value (where `&amp=` and `&ampx` stay as
-/// written, for historical reasons).
-#[derive(Clone, Copy, PartialEq)]
-enum RefIn {
-    Text,
-    Attribute,
 }
 
 /// How U+0000 is treated in a run of characters.
@@ -781,15 +677,6 @@ impl<'s, S: Sink<'s>> Lexer<'s, '_, S> {
     }
 }
 
-/// Lower-cases ASCII letters and replaces U+0000, borrowing when nothing changes.
-fn lower_name(name: &str) -> std::borrow::Cow<'_, str> {
-    if name.bytes().any(|b| b.is_ascii_uppercase() || b == 0) {
-        std::borrow::Cow::Owned(name.to_ascii_lowercase().replace('\0', "\u{fffd}"))
-    } else {
-        std::borrow::Cow::Borrowed(name)
-    }
-}
-
 /// Where the `</script` that ends script data starting at `from` is, if any.
 fn script_end(bytes: &[u8], from: usize) -> Option<usize> {
     #[derive(PartialEq)]
@@ -837,194 +724,6 @@ fn script_end(bytes: &[u8], from: usize) -> Option<usize> {
     }
 }
 
-/// Decodes the character reference at the start of `value` (an `&`) as the tokenizer does
-/// inside an attribute value: up to two characters and the bytes used, 0 when it is not a
-/// reference (the `&` is then text). The one decoder pith has: stage 1 reads URL schemes
-/// through it, so it sees an attribute exactly as the tree and the browser do.
-pub(crate) fn attribute_char_ref(value: &str) -> ([Option<char>; 2], usize) {
-    char_ref(value, value.len(), 0, RefIn::Attribute)
-}
-
-/// Decodes the character reference at `src[at]` (an `&`) that ends before `end` at the
-/// latest: up to two characters and the bytes used, 0 when it is not a reference (the `&` is
-/// then text).
-fn char_ref(src: &str, end: usize, at: usize, mode: RefIn) -> ([Option<char>; 2], usize) {
-    const NONE: ([Option<char>; 2], usize) = ([None, None], 0);
-    let bytes = src.as_bytes().get(..end).unwrap_or_default();
-    match bytes.get(at + 1).copied() {
-        None | Some(b'\t' | b'\n' | b'\x0c' | b' ' | b'<' | b'&') => NONE,
-        Some(b'#') => numeric_ref(bytes, at),
-        Some(_) => named_ref(src, bytes, at, mode),
-    }
-}
-
-fn numeric_ref(bytes: &[u8], at: usize) -> ([Option<char>; 2], usize) {
-    let hex = matches!(bytes.get(at + 2), Some(b'x' | b'X'));
-    let digits = if hex { at + 3 } else { at + 2 };
-    let mut i = digits;
-    let mut value: u32 = 0;
-    let mut too_big = false;
-    while let Some(d) = bytes.get(i).and_then(|&b| (b as char).to_digit(if hex { 16 } else { 10 })) {
-        value = match value.checked_mul(if hex { 16 } else { 10 }).and_then(|v| v.checked_add(d)) {
-            Some(v) => v,
-            None => {
-                too_big = true;
-                value
-            }
-        };
-        i += 1;
-    }
-    if i == digits {
-        return ([None, None], 0);
-    }
-    if bytes.get(i) == Some(&b';') {
-        i += 1;
-    }
-    let c = match value {
-        _ if too_big => '\u{fffd}',
-        n if n > 0x10ffff => '\u{fffd}',
-        0 | 0xd800..=0xdfff => '\u{fffd}',
-        0x80..=0x9f => C1_REPLACEMENTS[(value - 0x80) as usize].unwrap_or_else(|| char::from_u32(value).unwrap_or('\u{fffd}')),
-        n => char::from_u32(n).unwrap_or('\u{fffd}'),
-    };
-    ([Some(c), None], i - at)
-}
-
-/// A named reference: `bytes` is `src` cut where the reference must end.
-fn named_ref(src: &str, bytes: &[u8], at: usize, mode: RefIn) -> ([Option<char>; 2], usize) {
-    let start = at + 1;
-    let mut end = start;
-    let mut found: Option<(usize, (u32, u32))> = None;
-    // The table holds every prefix of every name ((0, 0) for prefixes that are not names), so
-    // the longest match is found by extending one byte at a time.
-    while let Some(&b) = bytes.get(end) {
-        if !(b.is_ascii_alphanumeric() || b == b';') {
-            break;
-        }
-        end += 1;
-        // Names are ASCII, so the slice is cut at characters (and not checked again as UTF-8).
-        let Some(key) = src.get(start..end) else { break };
-        match NAMED_ENTITIES.get(key) {
-            Some(&m) => {
-                if m.0 != 0 {
-                    found = Some((end, m));
-                }
-                if b == b';' {
-                    break;
-                }
-            }
-            None => break,
-        }
-    }
-    let Some((matched_end, (c1, c2))) = found else { return ([None, None], 0) };
-    let last = bytes[matched_end - 1];
-    if mode == RefIn::Attribute && last != b';' {
-        if let Some(&next) = bytes.get(matched_end) {
-            if next == b'=' || next.is_ascii_alphanumeric() {
-                return ([None, None], 0);
-            }
-        }
-    }
-    let second = if c2 == 0 { None } else { char::from_u32(c2) };
-    ([char::from_u32(c1), second], matched_end - at)
-}
-
-/// Parses a DOCTYPE from `src[start..]` (after the keyword); returns it and where input resumes.
-fn parse_doctype(src: &str, start: usize) -> (Doctype, usize) {
-    let bytes = src.as_bytes();
-    let len = bytes.len();
-    let mut doctype = Doctype::default();
-    let skip = |mut i: usize| {
-        while i < len && is_space(bytes[i]) {
-            i += 1;
-        }
-        i
-    };
-    let bogus = |i: usize| memchr::memchr(b'>', &bytes[i..]).map_or(len, |k| i + k + 1);
-    let mut i = skip(start);
-    match bytes.get(i) {
-        None => {
-            doctype.force_quirks = true;
-            return (doctype, len);
-        }
-        Some(b'>') => {
-            doctype.force_quirks = true;
-            return (doctype, i + 1);
-        }
-        _ => {}
-    }
-    let name_start = i;
-    while i < len && !is_space(bytes[i]) && bytes[i] != b'>' {
-        i += 1;
-    }
-    doctype.name = Some(StrTendril::from_slice(&lower_name(&src[name_start..i])));
-    i = skip(i);
-    match bytes.get(i) {
-        None => {
-            doctype.force_quirks = true;
-            return (doctype, len);
-        }
-        Some(b'>') => return (doctype, i + 1),
-        _ => {}
-    }
-    let public = starts_ci(bytes, i, b"public");
-    if !public && !starts_ci(bytes, i, b"system") {
-        doctype.force_quirks = true;
-        return (doctype, bogus(i));
-    }
-    i = skip(i + 6);
-    let mut ids = 0;
-    loop {
-        match bytes.get(i).copied() {
-            None => {
-                doctype.force_quirks = true;
-                return (doctype, len);
-            }
-            Some(b'>') => {
-                // A keyword without its identifier is an error that forces quirks.
-                if ids == 0 {
-                    doctype.force_quirks = true;
-                }
-                return (doctype, i + 1);
-            }
-            Some(q @ (b'"' | b'\'')) if ids < 2 && (ids == 0 || public) => {
-                let from = i + 1;
-                let mut end = from;
-                while end < len && bytes[end] != q && bytes[end] != b'>' {
-                    end += 1;
-                }
-                let id = Some(StrTendril::from_slice(&src[from..end].replace('\0', "\u{fffd}")));
-                if public && ids == 0 {
-                    doctype.public_id = id;
-                } else {
-                    doctype.system_id = id;
-                }
-                ids += 1;
-                match bytes.get(end) {
-                    Some(&b) if b == q => i = skip(end + 1),
-                    // `>` inside the identifier, or end of input: abrupt end.
-                    Some(_) => {
-                        doctype.force_quirks = true;
-                        return (doctype, end + 1);
-                    }
-                    None => {
-                        doctype.force_quirks = true;
-                        return (doctype, len);
-                    }
-                }
-            }
-            Some(_) => {
-                // Garbage after the system identifier is ignored; anywhere else it forces quirks.
-                let after_system = if public { ids == 2 } else { ids == 1 };
-                if !after_system {
-                    doctype.force_quirks = true;
-                }
-                return (doctype, bogus(i));
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::{build, parse, NodeKind, Tree, MAX_DEPTH};
@@ -1045,7 +744,7 @@ mod tests {
         written.extend((0..200).map(|i| format!("data-long-name-{i}")));
         for round in 0..3 {
             for raw in &written {
-                let expected = super::LocalName::from(&*super::lower_name(raw));
+                let expected = super::LocalName::from(&*super::names::lower_name(raw));
                 // Alone (the key is copied) and inside longer input (the key is loaded and
                 // masked), with different bytes after it each time.
                 assert_eq!(names.get(raw, 0, raw.len()), expected, "{raw:?} in round {round}");

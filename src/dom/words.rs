@@ -57,7 +57,7 @@ fn char_at(text: &str, i: usize) -> (usize, bool) {
         b' ' | b'\t' | b'\n' | b'\x0B' | b'\x0C' | b'\r' => (1, true),
         0..=0x7F => (1, false),
         0xC2 => (2, is_wide_space(bytes, i)),
-        0xE1 | 0xE2 | 0xE3 => (3, is_wide_space(bytes, i)),
+        0xE1..=0xE3 => (3, is_wide_space(bytes, i)),
         0xF0.. => (4, false),
         0xE0.. => (3, false),
         _ => (2, false),

@@ -7,7 +7,7 @@
 //! has learnt of the site's other pages, in a [`SiteMemory`](site_redundancy::SiteMemory) that
 //! the proxy shares between connections behind a mutex.
 //!
-//! The Crunch removers, run in this order by [`declutter::run`]:
+//! The Crunch removers, in `removers/`, run in this order by [`declutter::run`]:
 //!
 //! | file | remover |
 //! |---|---|
@@ -25,8 +25,8 @@
 //! finds content only scripts would show (`<noscript>`, template scripts, JSON-LD
 //! `articleBody`), which reading mode reads when the visible page holds next to nothing.
 //!
-//! Reading mode's extractors, one file each with its source, are named by [`algorithm`]
-//! ([`algorithm::Algorithm`]: `pith`, the default, with its parts under `pith/`,
+//! Reading mode's extractors, in `extractors/`, one file each with its source, are named by
+//! [`algorithm`] ([`algorithm::Algorithm`]: `pith`, the default, with its parts under `pith/`,
 //! `distribution`, `link-ratio`, `block-analysis`, `density`, `cetr`, `cetr-km`, `ccb`,
 //! `info-optics`, `site-redundancy`, and `crunch`, the removers above taken as an extractor);
 //! [`meta`] reads the page's title, byline, date and other metadata for the reading page.
@@ -38,28 +38,47 @@
 //! ([`kept_stats`]; the tree's own statistics describe the page as parsed), and URL resolution
 //! for links ([`resolve_url`], [`document_base`]).
 
+// The files are grouped in folders, removers/ and extractors/, while the modules stay children
+// of this one: every path (`extract::pith`, `super::prose` in a remover) reads as before.
+#[path = "removers/ads.rs"]
 pub mod ads;
-pub mod algorithm;
-pub mod block_analysis;
+#[path = "removers/boilerplate.rs"]
 pub mod boilerplate;
-pub mod ccb;
-pub mod cetr;
+#[path = "removers/declutter.rs"]
 pub mod declutter;
-pub mod density;
-pub mod distribution;
-pub mod hidden;
-pub mod info_optics;
-pub mod link_ratio;
-pub mod lang;
-pub mod pith;
-pub mod site_redundancy;
+#[path = "removers/empty.rs"]
 pub mod empty;
+#[path = "removers/landmarks.rs"]
 pub mod landmarks;
+#[path = "removers/linklist.rs"]
 pub mod linklist;
+#[path = "removers/retainer.rs"]
+pub mod retainer;
+#[path = "extractors/algorithm.rs"]
+pub mod algorithm;
+#[path = "extractors/block_analysis.rs"]
+pub mod block_analysis;
+#[path = "extractors/ccb.rs"]
+pub mod ccb;
+#[path = "extractors/cetr.rs"]
+pub mod cetr;
+#[path = "extractors/density.rs"]
+pub mod density;
+#[path = "extractors/distribution.rs"]
+pub mod distribution;
+#[path = "extractors/info_optics.rs"]
+pub mod info_optics;
+#[path = "extractors/link_ratio.rs"]
+pub mod link_ratio;
+#[path = "extractors/pith/mod.rs"]
+pub mod pith;
+#[path = "extractors/site_redundancy.rs"]
+pub mod site_redundancy;
+pub mod hidden;
+pub mod lang;
 pub mod meta;
 pub mod presets;
 pub mod prose;
-pub mod retainer;
 pub mod sites;
 
 use std::fmt;

@@ -37,7 +37,7 @@ use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Request, Response, StatusCode, Uri};
 use hyper::body::Incoming;
 
-use super::bodies;
+use super::bodies::{self, Action};
 use super::error::ProxyError;
 use super::forward;
 use super::respond::{self, Exchange, Outcome, Served};
@@ -87,7 +87,7 @@ pub async fn serve(state: &State, target: Target<'_>, req: Request<Incoming>) ->
             Looked::Again(req) => req,
         };
     }
-    Ok(with_x_cache(forward_and_respond(state, &target, req).await?, "MISS"))
+    Ok(with_x_cache(forward_and_respond(state, &target, req).await?, Lookup::Miss))
 }
 
 /// A HEAD: the head of a fresh stored GET (RFC 9111 §4: a stored response to GET may answer
@@ -95,12 +95,12 @@ pub async fn serve(state: &State, target: Target<'_>, req: Request<Incoming>) ->
 async fn head(state: &State, cache: &Cache, target: &Target<'_>, ask: &Ask, key: Key, req: Request<Incoming>) -> Result<Served, ProxyError> {
     if let Some(entry) = fresh(cache, &key, ask).await {
         cache.count_hit();
-        return Ok(from_entry(&entry, "HIT", "hit", 0, req.headers(), Reply::Head));
+        return Ok(from_entry(&entry, Lookup::Hit, 0, req.headers(), Reply::Head));
     }
     if cache::is_only_if_cached(req.headers()) {
         return Err(ProxyError::NotCached { url: target.uri.to_string() });
     }
-    Ok(with_x_cache(forward_and_respond(state, target, req).await?, "MISS"))
+    Ok(with_x_cache(forward_and_respond(state, target, req).await?, Lookup::Miss))
 }
 
 /// The entry under `key` when it may answer `ask` as it is.
@@ -152,7 +152,7 @@ async fn lookup(state: &State, cache: &Arc<Cache>, target: &Target<'_>, ask: &As
         match freshness {
             Freshness::Fresh { .. } => {
                 cache.count_hit();
-                return Ok(Looked::Served(from_entry(&entry, "HIT", "hit", 0, req.headers(), Reply::Whole)));
+                return Ok(Looked::Served(from_entry(&entry, Lookup::Hit, 0, req.headers(), Reply::Whole)));
             }
             Freshness::Stale { conditions } => stale = Some((entry, conditions)),
         }
@@ -163,7 +163,7 @@ async fn lookup(state: &State, cache: &Arc<Cache>, target: &Target<'_>, ask: &As
     // A client revalidating its own copy is answered by the origin, unless a fresh page is
     // kept; so is a URL whose last response could not be kept.
     if cache::is_conditional(req.headers()) || (stale.is_none() && cache.is_pass(&key)) {
-        return Ok(Looked::Served(with_x_cache(forward_and_respond(state, target, req).await?, "MISS")));
+        return Ok(Looked::Served(with_x_cache(forward_and_respond(state, target, req).await?, Lookup::Miss)));
     }
     if stale.is_some() {
         // Requests arriving during the revalidation wait for it instead of repeating it.
@@ -176,19 +176,19 @@ async fn lookup(state: &State, cache: &Arc<Cache>, target: &Target<'_>, ask: &As
     let ran = std::mem::replace(&mut *lock(&slot), Slot::Taken);
     match (result, ran) {
         (Ok(entry), Slot::Ran { revalidated, origin_bytes }) => {
-            let (x_cache, action) = if revalidated { ("REVALIDATED", "revalidated") } else { ("MISS", "rewrite") };
-            Ok(Looked::Served(from_entry(&entry, x_cache, action, origin_bytes, &client_headers, Reply::Whole)))
+            let lookup = if revalidated { Lookup::Revalidated } else { Lookup::Miss };
+            Ok(Looked::Served(from_entry(&entry, lookup, origin_bytes, &client_headers, Reply::Whole)))
         }
         (Ok(entry), _) => {
             cache.count_hit();
-            Ok(Looked::Served(from_entry(&entry, "HIT", "hit", 0, &client_headers, Reply::Whole)))
+            Ok(Looked::Served(from_entry(&entry, Lookup::Hit, 0, &client_headers, Reply::Whole)))
         }
         (Err(unstored), Slot::Waiting(req)) => {
             drop(unstored);
             Ok(Looked::Again(*req))
         }
         (Err(unstored), _) => match lock(&unstored.0).take() {
-            Some(result) => result.map(|served| Looked::Served(with_x_cache(served, "MISS"))),
+            Some(result) => result.map(|served| Looked::Served(with_x_cache(served, Lookup::Miss))),
             None => Err(ProxyError::Internal { what: "a cache fill's response was taken twice".to_string() }),
         },
     }
@@ -311,7 +311,7 @@ impl Fill<'_> {
     /// than wait for the download to end ([`Cache::note_pass`]); storing the entry lifts that.
     async fn keep_streamed(&self, status: StatusCode, origin_headers: &HeaderMap, served: Served) -> Served {
         // A page passed for want of memory is rewritten (and kept) next time.
-        if served.action == respond::OVER_BUDGET {
+        if served.action == Action::OverBudget {
             return served;
         }
         self.cache.note_pass(&self.key);
@@ -356,7 +356,7 @@ impl Fill<'_> {
         }
         let key = self.key.with_vary(entry.vary(), &self.ask.headers);
         self.cache.insert(key, entry.clone()).await;
-        Err(Unstored::new(Ok(from_entry(&entry, "MISS", "rewrite", page.origin_bytes, &self.ask.headers, Reply::Whole))))
+        Err(Unstored::new(Ok(from_entry(&entry, Lookup::Miss, page.origin_bytes, &self.ask.headers, Reply::Whole))))
     }
 }
 
@@ -408,9 +408,42 @@ enum Reply {
     Head,
 }
 
+/// What the cache did for a request: its `X-Cache` header and, for a kept response, the
+/// access log's action. One value gives both, so the header and the log cannot disagree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lookup {
+    /// A fresh kept response.
+    Hit,
+    /// Nothing usable was kept: the origin answered (and its page was kept, if HTTP allows).
+    Miss,
+    /// A stale kept response that the origin said has not changed.
+    Revalidated,
+}
+
+impl Lookup {
+    /// The `X-Cache` header's word for it.
+    const fn x_cache(self) -> &'static str {
+        match self {
+            Lookup::Hit => "HIT",
+            Lookup::Miss => "MISS",
+            Lookup::Revalidated => "REVALIDATED",
+        }
+    }
+
+    /// The access log's action when a kept response is served: a page fetched on a miss was
+    /// rewritten for this request.
+    const fn action(self) -> Action {
+        match self {
+            Lookup::Hit => Action::Hit,
+            Lookup::Miss => Action::Rewrite,
+            Lookup::Revalidated => Action::Revalidated,
+        }
+    }
+}
+
 /// A kept response for one client: 304 when the client's own validators match it, else the
 /// response (its head alone for a HEAD), with `Age` and `X-Cache`.
-fn from_entry(entry: &Entry, x_cache: &'static str, action: &'static str, origin_bytes: u64, request: &HeaderMap, reply: Reply) -> Served {
+fn from_entry(entry: &Entry, lookup: Lookup, origin_bytes: u64, request: &HeaderMap, reply: Reply) -> Served {
     let age = HeaderValue::from(entry.age(SystemTime::now()).as_secs());
     let mut response = if entry.is_not_modified_for(request) {
         let mut resp = Response::new(bodies::full(Bytes::new()));
@@ -429,12 +462,12 @@ fn from_entry(entry: &Entry, x_cache: &'static str, action: &'static str, origin
         resp
     };
     response.headers_mut().insert(header::AGE, age);
-    let served = Served { response, action, origin_bytes };
-    with_x_cache(served, x_cache)
+    let served = Served { response, action: lookup.action(), origin_bytes };
+    with_x_cache(served, lookup)
 }
 
-fn with_x_cache(mut served: Served, x_cache: &'static str) -> Served {
-    served.response.headers_mut().insert("x-cache", HeaderValue::from_static(x_cache));
+fn with_x_cache(mut served: Served, lookup: Lookup) -> Served {
+    served.response.headers_mut().insert("x-cache", HeaderValue::from_static(lookup.x_cache()));
     served
 }
 

@@ -350,9 +350,7 @@ impl Handler {
         }
         let target = cached::Target { host: &host, uri, profile: &self.listener.profile };
         let served = cached::serve(&self.state, target, req).await?;
-        // Every word the cache and `respond` give is an action's; a pass-through is the
-        // safe reading of any other, counting what is sent as the origin's.
-        record.action = Action::named(served.action).unwrap_or(Action::Pass);
+        record.action = served.action;
         record.origin_bytes = served.origin_bytes;
         Ok((served.response, record.action.streams_origin()))
     }

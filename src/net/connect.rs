@@ -162,9 +162,37 @@ where
     let copied = close_when_idle(&ends.downstream, ends.idle, tokio::io::copy_bidirectional(&mut downstream, &mut upstream)).await;
     let ms = start.elapsed().as_millis() as u64;
     match copied {
-        Some(Ok((up, down))) => tracing::info!(target: "pith::access", parent: None, %client, method = "CONNECT", url = %target, client_to_origin = up + first.len() as u64, origin_to_client = down, ms, outcome = "ok", "tunnel closed"),
-        Some(Err(e)) => tracing::info!(target: "pith::access", parent: None, %client, method = "CONNECT", url = %target, ms, outcome = "error", error = %e, "tunnel closed"),
-        None => tracing::info!(target: "pith::access", parent: None, %client, method = "CONNECT", url = %target, ms, outcome = "idle", "tunnel closed: no byte either way for {} ms (limits.tunnel_idle_timeout_ms)", ends.idle.as_millis()),
+        Some(Ok((up, down))) => tracing::info!(target: "pith::access", parent: None, %client, method = "CONNECT", url = %target, client_to_origin = up + first.len() as u64, origin_to_client = down, ms, outcome = Closed::Ok.as_str(), "tunnel closed"),
+        Some(Err(e)) => tracing::info!(target: "pith::access", parent: None, %client, method = "CONNECT", url = %target, ms, outcome = Closed::Error.as_str(), error = %e, "tunnel closed"),
+        None => tracing::info!(target: "pith::access", parent: None, %client, method = "CONNECT", url = %target, ms, outcome = Closed::Idle.as_str(), "tunnel closed: no byte either way for {} ms (limits.tunnel_idle_timeout_ms)", ends.idle.as_millis()),
+    }
+}
+
+/// How a tunnel closed: the access log's `outcome` for a CONNECT, as [`Ending`] is for a
+/// response.
+///
+/// [`Ending`]: super::bodies::Ending
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Closed {
+    /// Either side closed it.
+    Ok,
+    /// Copying failed (a reset, a stalled write to the client).
+    Error,
+    /// No byte went either way for `limits.tunnel_idle_timeout_ms`.
+    Idle,
+    /// Still open at the end of the shutdown drain, which closed it.
+    Shutdown,
+}
+
+impl Closed {
+    /// The access log's word for it.
+    const fn as_str(self) -> &'static str {
+        match self {
+            Closed::Ok => "ok",
+            Closed::Error => "error",
+            Closed::Idle => "idle",
+            Closed::Shutdown => "shutdown",
+        }
     }
 }
 
@@ -185,7 +213,7 @@ fn spawn_intercept(req: Request<Incoming>, handler: Handler, host: String, port:
 
 /// The access-log line of a tunnel still open at the drain deadline, which closed it.
 fn log_closed_at_deadline(client: std::net::SocketAddr, target: &str) {
-    tracing::info!(target: "pith::access", parent: None, %client, method = "CONNECT", url = %target, outcome = "shutdown", "tunnel closed at the end of the shutdown drain");
+    tracing::info!(target: "pith::access", parent: None, %client, method = "CONNECT", url = %target, outcome = Closed::Shutdown.as_str(), "tunnel closed at the end of the shutdown drain");
 }
 
 /// An intercepted tunnel: TLS is terminated and served, anything else is copied blindly.

@@ -14,7 +14,7 @@
 //! The pages being read and rewritten share a memory budget ([`budget`],
 //! `limits.rewrite_memory_bytes`): a page reserves its expected cost before its body is read
 //! and as it arrives; one that finds no room in time passes through unrewritten, like a page
-//! that is too large, with [`OVER_BUDGET`] in the log and in `x-pith`.
+//! that is too large, with [`Action::OverBudget`] in the log and in `x-pith`.
 //!
 //! What happened to a response is an [`Action`], and why a page read to be rewritten was
 //! passed through after all is a [`Stop`]: one value decides both the branch taken here and
@@ -52,19 +52,13 @@ pub struct Exchange<'a> {
 pub struct Served {
     /// The response for the client.
     pub response: Response<ProxyBody>,
-    /// What the access log calls it, [`Action::as_str`]: pass, rewrite, too-large or
-    /// [`OVER_BUDGET`] from here; hit, revalidated or rewrite when the cache serves it
-    /// ([`super::cached`]). A word, not an [`Action`], because the cache builds `Served` with
-    /// one; [`Action::named`] reads it back.
-    pub action: &'static str,
+    /// What the access log calls it: pass, rewrite, too-large or over-budget from here; hit,
+    /// revalidated or rewrite when the cache serves a kept response ([`super::cached`]).
+    pub action: Action,
     /// Bytes read from the origin, for a rewrite; 0 for a pass-through, whose bytes are all
     /// counted as they stream to the client (those read before it was passed through too).
     pub origin_bytes: u64,
 }
-
-/// The access log's action, and the `x-pith` note, for a page passed through unrewritten
-/// because the rewrite memory budget had no room for it.
-pub const OVER_BUDGET: &str = Action::OverBudget.as_str();
 
 /// Serves an origin's response to the client.
 pub async fn respond(state: &State, ex: &Exchange<'_>, resp: Response<Incoming>) -> Result<Served, ProxyError> {
@@ -91,7 +85,7 @@ impl Rewritten {
     /// The response for the client.
     pub fn into_served(self) -> Served {
         let body = budget::rewritten(self.body, self.hold).map_err(|never| match never {}).boxed_unsync();
-        Served { response: Response::from_parts(self.parts, body), action: Action::Rewrite.as_str(), origin_bytes: self.origin_bytes }
+        Served { response: Response::from_parts(self.parts, body), action: Action::Rewrite, origin_bytes: self.origin_bytes }
     }
 }
 
@@ -142,7 +136,7 @@ pub async fn respond_outcome(state: &State, ex: &Exchange<'_>, resp: Response<In
 
 /// Says in `x-pith` that a page passed through unrewritten for want of memory.
 fn over_budget(mut served: Served, ex: &Exchange<'_>) -> Served {
-    if let Ok(v) = HeaderValue::from_str(&format!("profile={}; not-rewritten={OVER_BUDGET}", ex.profile.name)) {
+    if let Ok(v) = HeaderValue::from_str(&format!("profile={}; not-rewritten={}", ex.profile.name, Action::OverBudget)) {
         served.response.headers_mut().insert("x-pith", v);
     }
     tracing::debug!(url = ex.url, "no room in limits.rewrite_memory_bytes: the page passes through unrewritten");
@@ -321,7 +315,7 @@ where
     };
     // Every byte, those read before the decision included, is counted as it is sent: the
     // access log's body wrapper counts a pass-through's bytes as origin bytes.
-    Served { response: Response::from_parts(parts, body), action: action.as_str(), origin_bytes: 0 }
+    Served { response: Response::from_parts(parts, body), action, origin_bytes: 0 }
 }
 
 fn strip_response_hop_by_hop(headers: &mut HeaderMap, state: &State) {
@@ -378,23 +372,14 @@ fn large_rewrites() -> &'static tokio::sync::Semaphore {
     })
 }
 
-/// Runs the pipeline in the profile's output form. A page nested deeper than the tree holds
-/// cannot be rendered as text whole; rather than refuse it (a 500 over a page that is fine
-/// HTML), the text form falls back to the stage-1 HTML page, as the HTML form already does.
-/// [`rewrite_headers`] says so in `x-pith-fallback`.
+/// Runs the pipeline in the profile's output form; the form served is the pipeline's decision
+/// ([`pipeline::ServedForm`]), which [`rewrite_headers`] reports.
 fn process(profile: &Profile, doc: &[u8], content_type: Option<&str>, url: &str) -> Result<pipeline::Page, pipeline::PipelineError> {
-    match pipeline::process(profile, doc, content_type, profile.output, Some(url)) {
-        Err(pipeline::PipelineError::TooDeep { depth }) if profile.output == pipeline::Output::Text => {
-            tracing::debug!(url, depth, "page too deep to render as text; serving the stage-1 HTML page");
-            pipeline::process(profile, doc, content_type, pipeline::Output::Html, Some(url))
-        }
-        other => other,
+    let page = pipeline::process(profile, doc, content_type, profile.output, Some(url))?;
+    if page.form.is_fallback() {
+        tracing::debug!(url, form = ?page.form, "page too deep for the tree; serving the stage-1 HTML page");
     }
-}
-
-/// True when [`process`] served the stage-1 HTML page instead of the profile's text form.
-fn is_too_deep_fallback(page: &pipeline::Page, profile: &Profile) -> bool {
-    profile.output == pipeline::Output::Text && page.content_type.starts_with("text/html")
+    Ok(page)
 }
 
 /// Headers of a rewritten page: new type, coding and length; validators weakened, because
@@ -438,14 +423,12 @@ fn rewrite_headers(headers: &mut HeaderMap, page: &pipeline::Page, coding: Codin
     if let Ok(v) = HeaderValue::from_str(&summary) {
         headers.insert("x-pith", v);
     }
-    // The safety net fired, or reading mode served the declutter page: say what, and why.
+    // Another form than asked, the safety net fired, or reading mode served the declutter
+    // page: say what, and why.
     if let Some(fallback) = page.fallback_header() {
         if let Ok(v) = HeaderValue::from_str(&fallback) {
             headers.insert("x-pith-fallback", v);
         }
-    }
-    if is_too_deep_fallback(page, profile) {
-        headers.insert("x-pith-fallback", HeaderValue::from_static("too-deep; served as de-cluttered HTML, not text"));
     }
 }
 

@@ -1,5 +1,5 @@
 //! The boilerplate remover: lines a page shows around its content, found by what they say, in
-//! many languages ([`filters/boilerplate.txt`](../../../filters/boilerplate.txt)):
+//! many languages (`filters/boilerplate.txt`):
 //! "Advertisement" labels, comment, sharing and print controls, newsletter, follow and cookie
 //! prompts, and the headings of related, recommended and trending lists with the lists they
 //! open.
@@ -72,7 +72,7 @@ const MAX_PREFIX_WORDS: usize = 6;
 /// The built-in phrases, read once.
 static PHRASES: LazyLock<Phrases> = LazyLock::new(|| Phrases::parse(BUILTIN).unwrap_or_default());
 
-const BUILTIN: &str = include_str!("../../filters/boilerplate.txt");
+const BUILTIN: &str = include_str!("../../../filters/boilerplate.txt");
 
 impl Phrases {
     /// The built-in phrases.
