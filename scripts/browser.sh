@@ -84,6 +84,21 @@ profile = "reader"
 
 [cache]
 enabled = false
+
+# The built-in profiles, as a gateway whose readers read English would set them: a page too
+# short for pith to tell its language (a few words) gets `lang="en"` (fallback_lang).
+[profiles.declutter]
+rules = "declutter"
+output = "html"
+preset = "automatic"
+fallback_lang = "en"
+
+[profiles.reader]
+rules = "reader"
+output = "html"
+preset = "automatic"
+algorithm = "pith"
+fallback_lang = "en"
 TOML
 "$pith" serve --config "$run/pith.toml" > "$run/pith.log" 2>&1 &
 pid=$!

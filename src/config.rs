@@ -444,7 +444,13 @@ impl Validator<'_> {
             }
             r => r.as_ref().map(|r| *r.get_ref()),
         };
-        Ok(Some(Options { preset, retain_links: p.retain_links, link_ratio }))
+        let fallback_lang = match &p.fallback_lang {
+            Some(l) if !is_language_tag(l.get_ref()) => {
+                return Err(self.err(l.span(), &format!("{key}.fallback_lang"), format!("{:?} is not a language tag (BCP 47: `en`, `de-CH`, `pt-BR`)", l.get_ref())));
+            }
+            l => l.as_ref().map(|l| l.get_ref().clone()),
+        };
+        Ok(Some(Options { preset, retain_links: p.retain_links, link_ratio, fallback_lang }))
     }
 
     /// The ad lists of `filters.ad_lists`, read and built once for every profile; `None` when
@@ -748,6 +754,17 @@ fn key_at(text: &str, offset: usize) -> String {
     }
 }
 
+/// Whether `tag` is shaped like a BCP 47 language tag: a primary language of two or three
+/// letters (or four to eight, registered ones), then subtags of one to eight letters or
+/// digits, separated by hyphens (`en`, `de-CH`, `zh-Hant-TW`, `sr-Latn`).
+fn is_language_tag(tag: &str) -> bool {
+    let mut parts = tag.split('-');
+    let primary = parts.next().unwrap_or_default();
+    (2..=8).contains(&primary.len())
+        && primary.bytes().all(|b| b.is_ascii_alphabetic())
+        && parts.all(|p| (1..=8).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -966,6 +983,7 @@ mod tests {
     rejected!(intercept_empty_ca_dir, "[intercept]\nca_dir = \"\"\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "intercept.ca_dir");
     rejected!(intercept_unknown_key, "[intercept]\nenable = true\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "intercept.enable");
     rejected!(unknown_algorithm, "[profiles.x]\nrules = \"declutter\"\n\nalgorithm = \"readability\"\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:4:", "profiles.x.algorithm", "unknown algorithm \"readability\"; known: crunch");
+    rejected!(fallback_lang_not_a_tag, "[profiles.x]\nrules = \"declutter\"\nfallback_lang = \"english please\"\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:3:", "fallback_lang");
     rejected!(retain_links_not_bool, "[profiles.x]\nrules = \"declutter\"\nretain_links = \"yes\"\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:3:", "retain_links");
 
     #[test]

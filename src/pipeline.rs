@@ -478,7 +478,7 @@ fn reading_page(
     }
     if meta.lang.is_none() {
         // Other statements of the page's language, else the language of the content kept.
-        meta.lang = tree.body().and_then(|body| lang::of(&tree, body));
+        meta.lang = tree.body().and_then(|body| lang::of(&tree, body)).or_else(|| stage2?.options.fallback_lang.clone());
     }
     let body = match output {
         Output::Text => crate::render::reader::render_text(&mut tree, &meta),
@@ -628,7 +628,7 @@ fn declutter_page(mut tree: Tree, stage2: &Stage2, output: Output, page_url: Opt
             });
             // Only a page whose `<html>` names no language is looked at further.
             let stated = tree.document_element().and_then(|h| tree.attr(h, "lang")).is_some_and(|l| !l.trim().is_empty());
-            let lang = if stated { None } else { tree.body().and_then(|body| lang::of(&tree, body)) };
+            let lang = if stated { None } else { tree.body().and_then(|body| lang::of(&tree, body)).or_else(|| stage2.options.fallback_lang.clone()) };
             let dress = crate::render::html::Dress {
                 head: crate::render::html::PHONE_HEAD,
                 lang: lang.as_deref(),
@@ -705,6 +705,28 @@ mod tests {
     }
 
     const PROSE: &str = "A paragraph of real article text, long enough to be what the page is about, and then some more words to make it so. ";
+
+    #[test]
+    fn a_page_too_short_to_tell_its_language_gets_the_profiles_fallback() {
+        let doc = "<html><head><title>Test</title></head><body><p>abc def ghi</p></body></html>";
+        let with = |profile: Profile, lang: Option<&str>| {
+            let mut stage2 = (*profile.stage2.clone().expect("stage 2")).clone();
+            stage2.options.fallback_lang = lang.map(str::to_string);
+            let profile = profile.with_stage2(stage2);
+            let page = process(&profile, doc.as_bytes(), None, Output::Html, None).expect("page");
+            String::from_utf8(page.body).expect("utf-8")
+        };
+        assert!(with(declutter(Output::Html), Some("de-CH")).contains("<html lang=\"de-CH\">"));
+        assert!(!with(declutter(Output::Html), None).contains("lang="), "unset: no guess");
+        assert!(with(reader(Output::Html, Algorithm::Pith), Some("fr")).contains("<html lang=\"fr\""));
+        // A page that states its language, or whose words tell it, keeps its own.
+        let stated = "<html lang=nl><body><p>abc def ghi</p></body></html>";
+        let mut stage2 = Stage2::default();
+        stage2.options.fallback_lang = Some("en".into());
+        let profile = declutter(Output::Html).with_stage2(stage2);
+        let page = process(&profile, stated.as_bytes(), None, Output::Html, None).expect("page");
+        assert!(String::from_utf8(page.body).expect("utf-8").contains("<html lang=\"nl\">"));
+    }
 
     #[test]
     fn the_declutter_page_fits_a_phone_and_opens_on_its_title() {

@@ -271,6 +271,9 @@ pub struct RawProfile {
     /// Link-list threshold override; default: the preset's.
     #[serde(default)]
     pub link_ratio: Option<Spanned<f64>>,
+    /// The `lang` of a written page whose language pith cannot tell; unset: none.
+    #[serde(default)]
+    pub fallback_lang: Option<Spanned<String>>,
     /// Reading mode with this extractor (`pith`, `cetr`, …); unset: no reading mode.
     #[serde(default)]
     pub algorithm: Option<Spanned<String>>,

@@ -100,6 +100,10 @@ pub struct Options {
     pub retain_links: Option<bool>,
     /// Override of the link-list threshold; `None` keeps the preset's.
     pub link_ratio: Option<f64>,
+    /// The `lang` given to a written page (declutter or reading) that states no language and
+    /// whose text is too short or too mixed for pith to tell: the language the gateway's
+    /// readers read, so a screen reader picks their voice on purpose rather than by default.
+    pub fallback_lang: Option<String>,
 }
 
 impl Default for Options {
@@ -108,6 +112,7 @@ impl Default for Options {
             preset: PresetName::Automatic,
             retain_links: None,
             link_ratio: None,
+            fallback_lang: None,
         }
     }
 }
