@@ -102,8 +102,24 @@ function carriesTitle(heading, titles) {
   return titles.some((t) => h === t || (t.length >= 12 && h.includes(t)) || (h.length >= 12 && t.includes(h) && h.length * 2 >= t.length));
 }
 
+// The development pages by URL path, served by the loopback origin.
+const files = new Map();
+
+// A page's bytes and the Content-Type the originals are shown with: with a charset when they
+// are UTF-8 throughout, as pith reads them (a page without a charset in its header or early
+// <meta> is windows-1252 to Chromium, and its headline would be compared as mojibake).
+function original(path) {
+  const body = readFileSync(path);
+  let utf8 = true;
+  try {
+    new TextDecoder('utf-8', { fatal: true }).decode(body);
+  } catch {
+    utf8 = false;
+  }
+  return { body, contentType: utf8 ? 'text/html; charset=utf-8' : 'text/html' };
+}
+
 function serve(folders) {
-  const files = new Map();
   for (const dir of folders) {
     const set = basename(dir);
     for (const name of readdirSync(dir).filter((n) => n.endsWith('.html')).sort()) {
@@ -197,7 +213,11 @@ async function main() {
   try {
     // The originals, straight from the origin with scripts off: each page's headline.
     const direct = await browser.newContext({ viewport: DESKTOP, javaScriptEnabled: false });
-    await direct.route('**/*', (route) => (new URL(route.request().url()).host === originHost ? route.continue() : route.abort()));
+    await direct.route('**/*', (route) => {
+      const url = new URL(route.request().url());
+      const path = url.host === originHost ? files.get(url.pathname) : undefined;
+      return path ? route.fulfill({ status: 200, ...original(path) }) : route.abort();
+    });
     const original = await direct.newPage();
     for (const p of pages) {
       p.titles = titleCandidates(readFileSync(p.path, 'utf8'));
