@@ -36,7 +36,7 @@ use crate::extract::pith::Choice;
 use crate::extract::site_redundancy::SiteMemory;
 use crate::extract::sites::SiteRules;
 use crate::extract::{
-    document_base, kept_stats_of, non_link_chars, retainer, url_host, Context, Options, Removal,
+    document_base, kept_stats_of, non_link_chars, url_host, Context, Options, Removal,
     Settings,
 };
 use crate::html::ads::AdFilter;
@@ -636,13 +636,13 @@ fn declutter_page(mut tree: Tree, stage2: &Stage2, output: Output, page_url: Opt
                 title: doc_title.as_deref(),
             };
             let page = crate::render::html::render_dressed(&tree, &dress);
-            retainer::insert_html(&tree, page, &retainer::html_section(&retained))
+            crate::render::retained::insert_html(&tree, page, &crate::render::retained::html_section(&retained))
         }
         Output::Text | Output::Content => {
             // The listener's form opens on the title too (`title` is never set for the content form).
             let mut text = title.map(|t| t + "\n").unwrap_or_default();
             text.push_str(&crate::render::text::render(&tree));
-            text.push_str(&retainer::text_section(&retained));
+            text.push_str(&crate::render::retained::text_section(&retained));
             text
         }
     };

@@ -206,6 +206,31 @@ impl Settings {
     }
 }
 
+/// Removes every node that is neither inside one of `keep` nor an ancestor of one: what an
+/// extractor that *selects* subtrees leaves. Linear in the size of the tree.
+pub fn keep_only(tree: &mut Tree, keep: &[NodeId]) {
+    let mut marks = vec![0u8; tree.len()]; // 1: ancestor of kept, 2: kept subtree
+    for &id in keep {
+        for d in tree.descendants(id) {
+            marks[d.index()] = 2;
+        }
+        for p in tree.ancestors(id) {
+            if marks[p.index()] != 0 {
+                break;
+            }
+            marks[p.index()] = 1;
+        }
+    }
+    let root = tree.root();
+    let doomed: Vec<NodeId> = tree
+        .descendants(root)
+        .filter(|&id| marks[id.index()] == 0 && tree.parent(id).is_some_and(|p| marks[p.index()] == 1))
+        .collect();
+    for id in doomed {
+        tree.remove(id);
+    }
+}
+
 /// What the removers know about the page beyond its tree.
 #[derive(Clone, Copy, Default)]
 pub struct Context<'a> {
@@ -535,6 +560,14 @@ pub fn url_host(url: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keep_only_leaves_the_subtree_and_its_ancestors() {
+        let mut tree = Tree::parse("<body><div>nav</div><main><p id=k>content</p><p>other</p></main></body>");
+        let k = tree.descendants(tree.root()).find(|&id| tree.attr(id, "id") == Some("k")).unwrap();
+        keep_only(&mut tree, &[k]);
+        assert_eq!(crate::render::text::render(&tree), "content\n");
+    }
 
     macro_rules! resolves {
         ($($name:ident: $base:expr, $href:expr => $expected:expr;)*) => {$(

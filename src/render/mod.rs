@@ -1,7 +1,8 @@
 //! Output forms of stage 2: a [`dom::Tree`](crate::dom::Tree), after the removers have marked
 //! what goes, written out as plain text ([`text`]), as HTML ([`html`]), or as reading mode's
 //! own accessible page ([`reader`]: the title as the one `<h1>`, metadata, a table of contents,
-//! the content without presentational markup).
+//! the content without presentational markup); the declutter page's "Removed links" section
+//! ([`retained`]); and what either adds for a screen reader or a keyboard ([`access`]).
 //!
 //! Renderers are pure functions from a tree to a `String`. They skip removed subtrees and walk
 //! with [`Tree::traverse`](crate::dom::Tree::traverse), whose stack is on the heap, so a
@@ -11,4 +12,5 @@
 pub mod html;
 pub(crate) mod access;
 pub mod reader;
+pub mod retained;
 pub mod text;

@@ -6,7 +6,7 @@
 //! is left unremoved is the content, in document order. Removal only marks nodes, so the
 //! parsed statistics, the title and the metadata stay readable afterwards, and the same
 //! renderers serve the declutter and the reading page. Extractors that pick a subtree rather
-//! than remove blocks use [`keep_only`].
+//! than remove blocks use [`keep_only`](super::keep_only).
 //!
 //! Each extractor lives in its own file under `src/extract/` and documents its source; none
 //! does I/O. [`Algorithm::run`] dispatches with each one's published default parameters.
@@ -14,7 +14,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::dom::{NodeId, Tree};
+use crate::dom::Tree;
 
 use super::site_redundancy::SiteMemory;
 use super::{
@@ -147,31 +147,6 @@ impl FromStr for Algorithm {
     }
 }
 
-/// Removes every node that is neither inside one of `keep` nor an ancestor of one: what an
-/// extractor that *selects* subtrees leaves. Linear in the size of the tree.
-pub fn keep_only(tree: &mut Tree, keep: &[NodeId]) {
-    let mut marks = vec![0u8; tree.len()]; // 1: ancestor of kept, 2: kept subtree
-    for &id in keep {
-        for d in tree.descendants(id) {
-            marks[d.index()] = 2;
-        }
-        for p in tree.ancestors(id) {
-            if marks[p.index()] != 0 {
-                break;
-            }
-            marks[p.index()] = 1;
-        }
-    }
-    let root = tree.root();
-    let doomed: Vec<NodeId> = tree
-        .descendants(root)
-        .filter(|&id| marks[id.index()] == 0 && tree.parent(id).is_some_and(|p| marks[p.index()] == 1))
-        .collect();
-    for id in doomed {
-        tree.remove(id);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,13 +158,5 @@ mod tests {
         }
         let err = "readability".parse::<Algorithm>().unwrap_err();
         assert!(err.to_string().contains("pith"), "{err}");
-    }
-
-    #[test]
-    fn keep_only_leaves_the_subtree_and_its_ancestors() {
-        let mut tree = Tree::parse("<body><div>nav</div><main><p id=k>content</p><p>other</p></main></body>");
-        let k = tree.descendants(tree.root()).find(|&id| tree.attr(id, "id") == Some("k")).unwrap();
-        keep_only(&mut tree, &[k]);
-        assert_eq!(crate::render::text::render(&tree), "content\n");
     }
 }

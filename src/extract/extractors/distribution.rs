@@ -11,7 +11,7 @@
 //!   when K is 5% or more, one child holds the bulk of the text: go down into the child with the
 //!   most text and repeat.
 //!
-//! The node reached is kept with its subtree ([`super::algorithm::keep_only`]); everything else
+//! The node reached is kept with its subtree ([`super::keep_only`]); everything else
 //! goes. The descent is a loop, never recursion, and visits one path of the tree: its cost is
 //! the sum of the children counts along that path, at most the size of the tree.
 //!
@@ -52,7 +52,7 @@
 
 use markup5ever::local_name;
 
-use super::algorithm::keep_only;
+use super::keep_only;
 use crate::dom::{NodeId, NodeKind, Ns, Tree};
 
 /// Parameters, defaulting to the article's values.

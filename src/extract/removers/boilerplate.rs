@@ -17,11 +17,12 @@
 //! page's main content) nor half of the page's text left.
 //!
 //! Cost: the walk visits each kept node once and reads the statistics the parser made; only
-//! blocks of at most [`MAX_PREFIXED`] characters are folded, which on the development pages is
-//! a few hundred short strings a page.
+//! blocks of at most [`MAX_PREFIXED`] characters are folded, and of most of them only the first
+//! word, which no phrase starts with.
 
-use std::collections::HashMap;
 use std::sync::LazyLock;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::{kept_stats_of, Keep};
 use crate::dom::{NodeId, NodeKind, Tree};
@@ -49,8 +50,11 @@ pub enum Kind {
 /// (by their first words, at most [`MAX_PREFIX_WORDS`]).
 #[derive(Debug, Default)]
 pub struct Phrases {
-    lines: HashMap<Box<str>, Kind>,
-    starts: HashMap<Box<str>, Kind>,
+    lines: FxHashMap<Box<str>, Kind>,
+    starts: FxHashMap<Box<str>, Kind>,
+    /// The first word of every phrase: a line whose first word is none of them is read no
+    /// further (most lines of a page), so only the first word of most is folded.
+    firsts: FxHashSet<Box<str>>,
     /// The longest of `starts` (bytes): how much of a long line is folded.
     longest_start: usize,
 }
@@ -111,6 +115,7 @@ impl Phrases {
                 if start {
                     phrases.longest_start = phrases.longest_start.max(folded.len());
                 }
+                phrases.firsts.insert(folded.split(' ').next().unwrap_or_default().into());
                 let map = if start { &mut phrases.starts } else { &mut phrases.lines };
                 // A line that is both a label and a section's heading is a section's.
                 let slot = map.entry(folded.into()).or_insert(kind);
@@ -241,6 +246,12 @@ pub fn remove(tree: &mut Tree, root: NodeId, protect: Option<NodeId>, keep: &Kee
         }
         // A block holding nothing but a block no phrase read (`div > p`) reads the same.
         if unread.is_some_and(|(u, c)| c == chars && tree.parent(id) == Some(u)) {
+            unread = Some((id, chars));
+            continue;
+        }
+        // The first word first: most lines start with none a phrase starts with.
+        fold_kept(tree, id, 0, &mut folded);
+        if !phrases.firsts.contains(folded.as_str()) {
             unread = Some((id, chars));
             continue;
         }

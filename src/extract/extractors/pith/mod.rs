@@ -68,7 +68,7 @@ mod score;
 
 use crate::dom::{NodeId, Tree};
 
-use super::algorithm::keep_only;
+use crate::extract::keep_only;
 use anchor::Title;
 use review::Review;
 use score::{Analysis, Selection};
