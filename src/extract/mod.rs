@@ -676,9 +676,9 @@ mod tests {
             let kept = kept_stats(&tree);
             proptest::prop_assert_eq!(&kept, &kept_stats_by_pass(&tree));
             let lookup = KeptStats::of(&tree);
-            for i in 0..tree.len() {
+            for (i, want) in kept.iter().enumerate() {
                 let id = tree.node_at(i).expect("node");
-                proptest::prop_assert_eq!(lookup.get(id), kept[i], "node {}", i);
+                proptest::prop_assert_eq!(lookup.get(id), *want, "node {}", i);
             }
         }
     }

@@ -23,7 +23,7 @@ use super::{
 };
 
 /// A main-content extractor. `Pith` is the default.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Algorithm {
     /// Crunch's removers (the declutter run) taken as an extractor.
     Crunch,
@@ -46,6 +46,7 @@ pub enum Algorithm {
     /// Template detection by redundancy across pages of one site.
     SiteRedundancy,
     /// pith's own combination, the default.
+    #[default]
     Pith,
 }
 
@@ -108,12 +109,6 @@ impl Algorithm {
             Algorithm::Pith => return Some(pith::extract(tree, &Default::default())),
         }
         None
-    }
-}
-
-impl Default for Algorithm {
-    fn default() -> Self {
-        Algorithm::Pith
     }
 }
 

@@ -113,7 +113,7 @@ impl Tokens {
                 },
                 Edge::Close(id) => {
                     let counts = tree.element(id).is_some_and(|e| {
-                        !is_code(e) && !crate::dom::is_void(e) && !(ignore_links && is_anchor(e))
+                        !(is_code(e) || crate::dom::is_void(e) || (ignore_links && is_anchor(e)))
                     });
                     if counts {
                         tokens.values.push(0.0);

@@ -331,7 +331,8 @@ fn classify(ratios: &[f64], params: &Params) -> Vec<bool> {
 /// Convolution with a normalised Gaussian kernel of standard deviation `sigma`, truncated at
 /// 3σ; near the ends, the part of the kernel inside the array is renormalised.
 fn smooth(values: &[f64], sigma: f64) -> Vec<f64> {
-    if !(sigma > 0.0) || values.len() < 2 {
+    // Not above zero, or not a number.
+    if sigma.is_nan() || sigma <= 0.0 || values.len() < 2 {
         return values.to_vec();
     }
     let radius = (3.0 * sigma).ceil().min(values.len() as f64) as usize;
