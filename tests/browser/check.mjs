@@ -108,7 +108,7 @@ const files = new Map();
 // A page's bytes and the Content-Type the originals are shown with: with a charset when they
 // are UTF-8 throughout, as pith reads them (a page without a charset in its header or early
 // <meta> is windows-1252 to Chromium, and its headline would be compared as mojibake).
-function original(path) {
+function originalResponse(path) {
   const body = readFileSync(path);
   let utf8 = true;
   try {
@@ -216,7 +216,7 @@ async function main() {
     await direct.route('**/*', (route) => {
       const url = new URL(route.request().url());
       const path = url.host === originHost ? files.get(url.pathname) : undefined;
-      return path ? route.fulfill({ status: 200, ...original(path) }) : route.abort();
+      return path ? route.fulfill({ status: 200, ...originalResponse(path) }) : route.abort();
     });
     const original = await direct.newPage();
     for (const p of pages) {
