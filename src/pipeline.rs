@@ -439,6 +439,11 @@ fn reading_page(
     page_url: Option<&str>,
 ) -> (String, Option<Removal>, Reading) {
     let (mut meta, host) = prepare(&mut tree, page_url);
+    if meta.title.is_none() {
+        // A page with no title in its metadata is titled by its own headline, which the
+        // extractors take out of the content as the title again.
+        meta.title = crate::extract::declutter::title_heading(&tree).map(|h| crate::extract::meta::text_of(&tree, h)).filter(|t| !t.trim().is_empty());
+    }
     let site = host.as_deref().zip(stage2).and_then(|(host, s)| s.sites.for_host(host));
     let algorithm = site.and_then(|s| s.algorithm).unwrap_or(reader.algorithm);
     let job = Extraction { algorithm, reader, stage2, host: host.as_deref(), page_url };
@@ -705,6 +710,14 @@ mod tests {
     }
 
     const PROSE: &str = "A paragraph of real article text, long enough to be what the page is about, and then some more words to make it so. ";
+
+    #[test]
+    fn a_reading_page_without_a_title_in_its_metadata_is_titled_by_its_headline() {
+        let doc = format!("<html><body><article><h1>Harbour closed for a week</h1><p>{}</p></article></body></html>", PROSE.repeat(4));
+        let (html, _) = read(&reader(Output::Html, Algorithm::Pith), &doc, None);
+        assert!(html.contains("<h1>Harbour closed for a week</h1>"), "not an untitled page: {html}");
+        assert_eq!(html.matches("Harbour closed").count(), 2, "in <title> and the one <h1>: {html}");
+    }
 
     #[test]
     fn a_page_too_short_to_tell_its_language_gets_the_profiles_fallback() {

@@ -160,15 +160,17 @@ fn microdata(tree: &Tree, id: NodeId, tag: &str, f: &mut Found) {
     }
 }
 
-/// og:title, else an `<h1>` the `<title>` contains (the article's own heading), else the
-/// JSON-LD headline, else the `<title>` without its site-name part.
+/// og:title, else an `<h1>` the `<title>` contains that is at least half of the part of it
+/// between separators that holds it (the article's own heading; not a section's "Reviews" the
+/// title's last part ends on), else the JSON-LD headline, else the `<title>` without its
+/// site-name part.
 fn choose_title(f: &Found, headline: Option<&str>, site: Option<&str>) -> Option<String> {
     if let Some(t) = &f.og_title {
         return Some(t.clone());
     }
     if let Some(title) = &f.title_element {
         let lower = title.to_lowercase();
-        let h1 = f.h1s.iter().find(|h| h.chars().count() >= 3 && lower.contains(&h.to_lowercase()));
+        let h1 = f.h1s.iter().find(|h| h.chars().count() >= 3 && is_title_part(&lower, &h.to_lowercase()));
         if let Some(h1) = h1 {
             return Some(h1.clone());
         }
@@ -177,6 +179,19 @@ fn choose_title(f: &Found, headline: Option<&str>, site: Option<&str>) -> Option
         return Some(h);
     }
     f.title_element.as_deref().map(|t| strip_site_name(t, site))
+}
+
+/// Whether `h1` (lower case) is in `title` (lower case) and at least half of the part between
+/// separators that holds it; one that spans parts is.
+fn is_title_part(title: &str, h1: &str) -> bool {
+    if !title.contains(h1) {
+        return false;
+    }
+    let mut parts = vec![title];
+    for sep in SEPARATORS {
+        parts = parts.into_iter().flat_map(|p| p.split(sep)).collect();
+    }
+    parts.into_iter().find(|p| p.contains(h1)).is_none_or(|part| h1.chars().count() * 2 >= part.trim().chars().count())
 }
 
 /// Separators sites put between the article's title and their name.
@@ -402,6 +417,14 @@ mod tests {
         assert_eq!(m.published.as_deref(), Some("2024-03-05T10:00:00Z"));
         assert_eq!((m.lang.as_deref(), m.dir.as_deref()), (Some("fr"), Some("rtl")));
         assert_eq!(m.canonical.as_deref(), Some("https://news.example/a/story"));
+    }
+
+    #[test]
+    fn a_section_heading_the_title_ends_on_is_not_the_title() {
+        let m = meta("<title>Diet plan (14 days) - lose 10 kg in two weeks. Reviews</title><h1>Reviews</h1>");
+        assert_eq!(m.title.as_deref(), Some("Diet plan (14 days)"));
+        let m = meta("<title>About bugs – Vortex Cannon Entertainment</title><h1>About bugs</h1>");
+        assert_eq!(m.title.as_deref(), Some("About bugs"));
     }
 
     #[test]
