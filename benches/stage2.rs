@@ -12,8 +12,8 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use pith::dom::Tree;
-use pith::extract::{declutter, retainer, Context, PresetName};
-use pith::html::ads::AdFilter;
+use pith::extract::{declutter, Context, PresetName};
+use pith::ads::AdFilter;
 use pith::html::{stage1, RuleSet};
 use pith::render;
 
@@ -46,10 +46,10 @@ fn declutter_all(pages: &[String], ads: Option<&AdFilter>, text: bool) {
             black_box(render::text::render(&tree));
         } else {
             let html = render::html::render(&tree);
-            black_box(retainer::insert_html(
+            black_box(render::retained::insert_html(
                 &tree,
                 html,
-                &retainer::html_section(&outcome.retained),
+                &render::retained::html_section(&outcome.retained),
             ));
         }
     }

@@ -24,7 +24,7 @@ use rustls::pki_types::CertificateDer;
 use toml::Spanned;
 
 use crate::extract::sites::{SiteError, SiteRules};
-use crate::html::ads::AdFilter;
+use crate::ads::AdFilter;
 use crate::extract::{Options, PresetName};
 use crate::html::rules::{RuleError, RuleSet};
 use crate::extract::algorithm::Algorithm;
@@ -1041,8 +1041,8 @@ mod tests {
         let text = format!("[filters]\nad_lists = [{list:?}]\n[[listener]]\naddress = \"127.0.0.1:1\"\n");
         let c = parse(&text).expect("a readable list");
         let ads = c.profiles["declutter"].stage2.as_ref().and_then(|s| s.ads.clone()).expect("configured lists");
-        assert!(ads.is_blocked("https://ads.mine.example/x", "https://page.example/", crate::html::ads::RequestKind::Link));
-        assert!(!ads.is_blocked("https://ad.doubleclick.net/x", "https://page.example/", crate::html::ads::RequestKind::Link));
+        assert!(ads.is_blocked("https://ads.mine.example/x", "https://page.example/", crate::ads::RequestKind::Link));
+        assert!(!ads.is_blocked("https://ad.doubleclick.net/x", "https://page.example/", crate::ads::RequestKind::Link));
 
         let text = "[[listener]]\naddress = \"127.0.0.1:1\"\n[filters]\nad_lists = [\"nowhere.txt\"]\n";
         let err = parse(text).expect_err("a missing list");

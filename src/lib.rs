@@ -17,6 +17,7 @@
 //!
 //! | module | owns |
 //! |---|---|
+//! | [`ads`] | the ad and tracker matcher over EasyList-format lists (URLs and hiding rules; no HTML) |
 //! | [`addr`] | IP address classes: public or special-purpose (IANA registries), for the deny rules and the open-proxy check |
 //! | [`host`] | host names: one normal form and one suffix match for every host list (interception policy, site rules) |
 //! | [`cache`] | every storable response kept in memory (rewritten pages as rewritten, others as the origin sent them; moka, bounded in bytes), fresh by RFC 9111 |
@@ -38,6 +39,7 @@
 #![deny(rustdoc::broken_intra_doc_links)]
 
 pub mod addr;
+pub mod ads;
 pub mod body;
 pub mod cache;
 pub mod config;

@@ -39,7 +39,7 @@ use crate::extract::{
     document_base, kept_stats_of, non_link_chars, url_host, Context, Options, Removal,
     Settings,
 };
-use crate::html::ads::AdFilter;
+use crate::ads::AdFilter;
 use crate::html::charset::{self, CharsetSource};
 use crate::html::rules::RuleSet;
 use crate::html::{rules::TreeRules, stage1::{self, RewriteError, Stage1Stats}};

@@ -29,9 +29,9 @@ use pith::dom::{Edge, Ns, Tree};
 use pith::extract::algorithm::Algorithm;
 use pith::extract::site_redundancy::{Limits, SiteMemory};
 use pith::extract::sites::{SiteRule, SiteRules};
-use pith::extract::{declutter, document_base, meta, retainer, Context, PresetName};
-use pith::html::ads::AdFilter;
-use pith::render::{html, reader, text};
+use pith::extract::{declutter, document_base, meta, Context, PresetName};
+use pith::ads::AdFilter;
+use pith::render::{html, reader, retained, text};
 use pith_fuzz::{difference, kept_text_violation, split_control};
 
 const PAGE_URL: &str = "https://www.fuzz.example/news/story.html";
@@ -156,7 +156,7 @@ fn check_declutter(tree: &Tree, page_text: &str, control: [u8; 2], reparsable: b
     let outcome = declutter::run(&mut kept, &preset.settings(), &ctx);
     check_kept(&kept, page_text, "declutter", reparsable);
 
-    let section = retainer::html_section(&outcome.retained);
+    let section = retained::html_section(&outcome.retained);
     let page = html::render(&kept);
     // `insert_note` finds the body by the first `</head>` and the first `<body` after it, and
     // the tag's end by counting quotes, so the same text in a comment, a script or an attribute
@@ -166,7 +166,7 @@ fn check_declutter(tree: &Tree, page_text: &str, control: [u8; 2], reparsable: b
     let unambiguous = reparsable
         && bare_body
         && page.matches("</head>").count() == 1 && page.matches("<body").count() == 1;
-    let served = retainer::insert_html(&kept, page, &section);
+    let served = retained::insert_html(&kept, page, &section);
     let served = reader::insert_note(served, "A note & <a test>");
     let reparsed = text::render(&Tree::parse(&served));
     if unambiguous && !reparsed.contains("A note & <a test>") {
@@ -175,7 +175,7 @@ fn check_declutter(tree: &Tree, page_text: &str, control: [u8; 2], reparsable: b
     if reparsable && !outcome.retained.is_empty() && !reparsed.contains("Removed links") {
         panic!("the removed-links section does not show:\npage: {served:?}\ntext: {reparsed:?}");
     }
-    let _ = retainer::text_section(&outcome.retained);
+    let _ = retained::text_section(&outcome.retained);
 }
 
 fn has_plaintext(tree: &Tree) -> bool {

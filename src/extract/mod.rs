@@ -86,7 +86,7 @@ use std::fmt;
 use url::Url;
 
 use crate::dom::{NodeId, NodeStats, Tree};
-use crate::html::ads::AdFilter;
+use crate::ads::AdFilter;
 
 pub use presets::{Containers, PresetName};
 

@@ -6,8 +6,7 @@
 //!   transcoding to UTF-8;
 //! - [`rules`]: the rule-file language of `filters/` and its compiled form, [`RuleSet`];
 //! - [`stage1`]: the lol_html rewrite that applies a rule set, whole ([`rewrite`]) or streaming
-//!   ([`Rewriter`]), and never truncates a page;
-//! - [`ads`]: the ad and tracker matcher over EasyList-format lists.
+//!   ([`Rewriter`]), and never truncates a page.
 //!
 //! It leaves content-codings to [`crate::body`], everything that needs a tree (removers,
 //! extractors) to [`crate::dom`] and [`crate::extract`], and knows nothing of HTTP or tokio.
@@ -15,7 +14,6 @@
 pub mod charset;
 pub mod rules;
 pub mod stage1;
-pub mod ads;
 
 pub use charset::{CharsetSource, Detected};
 pub use rules::{LineError, RuleError, RuleSet};

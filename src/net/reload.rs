@@ -180,7 +180,7 @@ impl State {
         };
         // Parse the shipped ad lists now (about 0.2 s) rather than inside the first request.
         if config.profiles.values().any(|p| p.stage2.as_ref().is_some_and(|s| s.ads.is_none())) {
-            let filter = crate::html::ads::AdFilter::builtin();
+            let filter = crate::ads::AdFilter::builtin();
             tracing::debug!(rules = filter.rule_count(), "ad lists loaded");
         }
         let certs = match prev {

@@ -2,7 +2,7 @@
 //! removed", plus the element-hiding rules of the ad lists.
 //!
 //! This module owns deciding which elements of a parsed page are ads and removing them; which
-//! URLs and selectors the lists condemn is [`crate::html::ads::AdFilter`]'s business, and
+//! URLs and selectors the lists condemn is [`crate::ads::AdFilter`]'s business, and
 //! matching selectors is [`crate::dom::select`]'s.
 //!
 //! # What goes
@@ -44,7 +44,7 @@ use url::Url;
 
 use crate::dom::select::{Selector, SelectorSet};
 use crate::dom::{NodeId, NodeKind, Ns, Tree};
-use crate::html::ads::{AdFilter, RequestKind};
+use crate::ads::{AdFilter, RequestKind};
 
 /// The page requests are judged from when the page URL is unknown: a host that cannot exist
 /// (`.invalid` is reserved), so every request is third-party and no site-specific rule applies.
@@ -304,7 +304,7 @@ fn parse_selectors<'a>(texts: impl Iterator<Item = &'a String>) -> (SelectorSet,
 ///
 /// Each distinct attribute value is resolved and judged once per page (menus repeat links),
 /// and links to the page's own host are not judged at all: a link is judged by host rules only
-/// (see [`crate::html::ads`]), and a page on a blocked host would not be served as a page.
+/// (see [`crate::ads`]), and a page on a blocked host would not be served as a page.
 fn blocked_elements(
     tree: &Tree,
     filter: &AdFilter,

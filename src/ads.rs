@@ -48,11 +48,11 @@ use adblock::Engine;
 pub const BUILTIN_LISTS: &[(&str, &str)] = &[
     (
         "easylist.txt",
-        include_str!("../../filters/lists/easylist.txt"),
+        include_str!("../filters/lists/easylist.txt"),
     ),
     (
         "easyprivacy.txt",
-        include_str!("../../filters/lists/easyprivacy.txt"),
+        include_str!("../filters/lists/easyprivacy.txt"),
     ),
 ];
 
@@ -728,7 +728,7 @@ example.org#@#.ad-banner
     }
 
     /// Timings for the report; run with
-    /// `cargo test --release --lib html::ads::tests::zz_measure -- --ignored --nocapture`.
+    /// `cargo test --release --lib ads::tests::zz_measure -- --ignored --nocapture`.
     #[test]
     #[ignore = "a measurement, not a test; run in release"]
     fn zz_measure() {
