@@ -18,7 +18,6 @@ use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Request, Response, StatusCode, Uri};
 use hyper::body::Incoming;
-use hyper_rustls::HttpsConnector;
 use http_body_util::{Either, Empty};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
@@ -32,13 +31,7 @@ use super::resolve::{CheckedResolver, DenyRules, ResolveError};
 use super::State;
 use crate::config::UpstreamConfig;
 
-/// The pooled client every request to an origin goes through. It resolves names with the
-/// deny rules checked ([`CheckedResolver`]), and stamps each connection with when it was opened
-/// ([`Stamping`]) so that a failure on a pooled connection can be told from one on a new one.
-pub type UpstreamClient = Client<Stamping<HttpsConnector<HttpConnector<CheckedResolver>>>, UpstreamBody>;
-
-/// A request body sent upstream: the client's own, or an empty one for a request sent again.
-pub type UpstreamBody = Either<Incoming, Empty<Bytes>>;
+pub use super::pooled::{UpstreamBody, UpstreamClient};
 
 /// Builds the upstream client from the config.
 pub fn client(cfg: &UpstreamConfig) -> UpstreamClient {

@@ -8,12 +8,24 @@
 //! stamps every connection with when it was opened ([`Stamping`]); the request captures the
 //! connection it was sent on, and one opened before the request was sent came from the pool.
 
+use bytes::Bytes;
 use http::{HeaderMap, Request, Response, Uri};
 use http_body_util::{Either, Empty};
 use hyper::body::Incoming;
-use hyper_util::client::legacy::connect::{capture_connection, Connected, Connection};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::connect::{capture_connection, Connected, Connection, HttpConnector};
+use hyper_util::client::legacy::Client;
 
-use super::forward::{UpstreamBody, UpstreamClient};
+use super::resolve::CheckedResolver;
+
+/// The pooled client every request to an origin goes through ([`super::forward::client`]
+/// builds it). It resolves names with the deny rules checked ([`CheckedResolver`]), and stamps
+/// each connection with when it was opened ([`Stamping`]) so that a failure on a pooled
+/// connection can be told from one on a new one.
+pub type UpstreamClient = Client<Stamping<HttpsConnector<HttpConnector<CheckedResolver>>>, UpstreamBody>;
+
+/// A request body sent upstream: the client's own, or an empty one for a request sent again.
+pub type UpstreamBody = Either<Incoming, Empty<Bytes>>;
 
 /// Most times a request is sent again because the pooled connection it went out on had been
 /// closed by the origin. Each failure takes its dead connection out of the pool, so a second
