@@ -273,7 +273,7 @@ pub fn remove(tree: &mut Tree, root: NodeId, protect: Option<NodeId>, keep: &Kee
         }
     }
     if found.is_empty() {
-        return found.into_iter().map(|(id, _)| id).collect();
+        return Vec::new();
     }
     let page_chars = kept_stats_of(tree, root).text_chars;
     let mut removed = Vec::with_capacity(found.len());
