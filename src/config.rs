@@ -445,7 +445,7 @@ impl Validator<'_> {
             r => r.as_ref().map(|r| *r.get_ref()),
         };
         let fallback_lang = match &p.fallback_lang {
-            Some(l) if !is_language_tag(l.get_ref()) => {
+            Some(l) if !crate::extract::lang::is_tag(l.get_ref()) => {
                 return Err(self.err(l.span(), &format!("{key}.fallback_lang"), format!("{:?} is not a language tag (BCP 47: `en`, `de-CH`, `pt-BR`)", l.get_ref())));
             }
             l => l.as_ref().map(|l| l.get_ref().clone()),
@@ -752,17 +752,6 @@ fn key_at(text: &str, offset: usize) -> String {
         (Some(t), None) => t,
         (None, None) => "(top level)".to_string(),
     }
-}
-
-/// Whether `tag` is shaped like a BCP 47 language tag: a primary language of two or three
-/// letters (or four to eight, registered ones), then subtags of one to eight letters or
-/// digits, separated by hyphens (`en`, `de-CH`, `zh-Hant-TW`, `sr-Latn`).
-fn is_language_tag(tag: &str) -> bool {
-    let mut parts = tag.split('-');
-    let primary = parts.next().unwrap_or_default();
-    (2..=8).contains(&primary.len())
-        && primary.bytes().all(|b| b.is_ascii_alphabetic())
-        && parts.all(|p| (1..=8).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_alphanumeric()))
 }
 
 #[cfg(test)]

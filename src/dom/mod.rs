@@ -339,6 +339,12 @@ impl Tree {
         (id.0..self.node(id).end).map(NodeId)
     }
 
+    /// Whether `inner` is `outer` or one of its descendants (removed or not): one range check,
+    /// since a subtree is a run of the arena.
+    pub fn holds(&self, outer: NodeId, inner: NodeId) -> bool {
+        (outer.0..self.node(outer).end).contains(&inner.0)
+    }
+
     /// A walk over the subtree of `id` that reports entering and leaving every node and skips
     /// removed subtrees: what renderers and block-level algorithms need, without recursion.
     pub fn traverse(&self, id: NodeId) -> Traverse<'_> {

@@ -195,8 +195,9 @@ fn sample(tree: &Tree, root: NodeId) -> String {
 }
 
 /// Whether `s` looks like a language tag: a 2–3 letter primary subtag, then subtags of
-/// letters and digits.
-fn is_tag(s: &str) -> bool {
+/// letters and digits (`en`, `de-CH`, `zh-Hant-TW`). Also what `profiles.NAME.fallback_lang`
+/// must be.
+pub fn is_tag(s: &str) -> bool {
     let mut parts = s.split('-');
     let primary = parts.next().unwrap_or_default();
     (2..=3).contains(&primary.len())

@@ -146,6 +146,12 @@ pub(crate) fn next_in_list(tree: &Tree, node: NodeId) -> InList {
         .unwrap_or(InList::Nothing)
 }
 
+/// Whether `node` stands where a `dl`'s terms and descriptions stand: directly in `dl`, or in
+/// a `div` group directly in it.
+pub(crate) fn is_in_definition_list(tree: &Tree, node: NodeId, dl: NodeId) -> bool {
+    tree.parent(node).is_some_and(|p| p == dl || tree.tag(p) == Some("div") && tree.parent(p) == Some(dl))
+}
+
 /// Whether a `dl` reads as terms and their descriptions: it holds only `dt` and `dd` (or `div`s
 /// of them, and `script` or `template`), and when it has any, a `dd` follows a `dt`. A `dl` of
 /// `dd`s alone is a site's way to indent (a formula, a reply), a `dl` of one `dt` its way to

@@ -189,10 +189,8 @@ impl Lists {
     /// descriptions, else its own.
     fn name<'t>(&self, tree: &Tree, node: NodeId, e: &'t Element) -> &'t str {
         let Some(&(list, Mend::Plain)) = self.0.last() else { return &e.name };
-        let of_list = |id: NodeId| tree.parent(id) == Some(list);
         let renamed = node == list
-            || matches!(e.name, local_name!("dt") | local_name!("dd"))
-                && (of_list(node) || tree.parent(node).is_some_and(|p| tree.tag(p) == Some("div") && of_list(p)));
+            || matches!(e.name, local_name!("dt") | local_name!("dd")) && access::is_in_definition_list(tree, node, list);
         if renamed {
             "div"
         } else {

@@ -278,7 +278,7 @@ pub fn remove(tree: &mut Tree, root: NodeId, protect: Option<NodeId>, keep: &Kee
     let page_chars = kept_stats_of(tree, root).text_chars;
     let mut removed = Vec::with_capacity(found.len());
     for (line, kind) in found {
-        if tree.is_removed(line) || keep.contains(line) || protect.is_some_and(|p| holds(tree, line, p)) {
+        if tree.is_removed(line) || keep.contains(line) || protect.is_some_and(|p| tree.holds(line, p)) {
             continue;
         }
         let block = match kind {
@@ -319,8 +319,8 @@ fn opened_block(tree: &Tree, line: NodeId, root: NodeId, protect: Option<NodeId>
     for parent in tree.ancestors(line).take(MAX_CLIMB) {
         let opens = parent != root
             && !keep.contains(parent)
-            && protect.is_none_or(|p| !holds(tree, parent, p))
-            && first_text(tree, parent).is_some_and(|t| holds(tree, line, t))
+            && protect.is_none_or(|p| !tree.holds(parent, p))
+            && first_text(tree, parent).is_some_and(|t| tree.holds(line, t))
             && u64::from(kept_stats_of(tree, parent).text_chars) * 2 < u64::from(page_chars);
         if !opens {
             break;
@@ -333,11 +333,6 @@ fn opened_block(tree: &Tree, line: NodeId, root: NodeId, protect: Option<NodeId>
 /// Whether a block holds blocks with text of their own: several lines, not one.
 fn holds_lines(tree: &Tree, id: NodeId) -> bool {
     tree.walk(id).skip(1).any(|d| tree.is_block_node(d) && tree.stats(d).text_chars > 0)
-}
-
-/// Whether `a` is `b` or holds it.
-fn holds(tree: &Tree, a: NodeId, b: NodeId) -> bool {
-    (a.index()..a.index() + tree.descendants(a).len()).contains(&b.index())
 }
 
 /// The first kept text node under `id` with more than white space.

@@ -379,9 +379,7 @@ impl<'t> Content<'t> {
     /// Whether `node` (a `dt` or `dd`) is a term or description of a `dl` being unwrapped,
     /// directly or in a `div` group.
     fn in_plain_dl(&self, node: NodeId) -> bool {
-        let Some(&dl) = self.plain_dls.last() else { return false };
-        let tree = self.tree;
-        tree.parent(node).is_some_and(|p| p == dl || tree.tag(p) == Some("div") && tree.parent(p) == Some(dl))
+        self.plain_dls.last().is_some_and(|&dl| crate::render::access::is_in_definition_list(self.tree, node, dl))
     }
 
     /// Whether the innermost kept element holds other elements only (a list, a table's rows,

@@ -137,12 +137,6 @@ pub fn heading(tree: &Tree, title: &Title) -> Option<NodeId> {
 /// The least non-link text (characters) of an article that is the story, not its title.
 const MIN_ANCHOR_TEXT: u32 = 250;
 
-/// Whether `inner` is `outer` or one of its descendants.
-pub fn holds(tree: &Tree, outer: NodeId, inner: NodeId) -> bool {
-    let start = outer.index();
-    (start..start + tree.descendants(outer).len()).contains(&inner.index())
-}
-
 /// `og:title` and the `<title>` text, from the head.
 fn titles(tree: &Tree, head: NodeId) -> (Option<&str>, Option<&str>) {
     let (mut og, mut title) = (None, None);

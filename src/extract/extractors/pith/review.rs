@@ -30,7 +30,6 @@
 //! counted), and none after it more than 2.4 times: the bars sit above what those choices
 //! show, and below the ratios the failures show (ten to one).
 
-use super::anchor;
 use super::score::{is_prose, Analysis};
 use crate::dom::{NodeId, Tree};
 
@@ -70,7 +69,7 @@ pub fn review(tree: &Tree, a: &Analysis, roots: &[NodeId]) -> Review {
     if let Some(anchor) = a.stated.or(a.anchor) {
         let apart = roots
             .iter()
-            .all(|&r| !anchor::holds(tree, anchor, r) && !anchor::holds(tree, r, anchor));
+            .all(|&r| !tree.holds(anchor, r) && !tree.holds(r, anchor));
         let prose = a.prose[anchor.index()];
         if apart && prose >= MIN_ANCHOR_PROSE && u64::from(prose) * 2 >= u64::from(chosen) {
             return Review::Anchor(anchor);

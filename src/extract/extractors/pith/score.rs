@@ -203,10 +203,10 @@ impl Analysis {
             return false;
         }
         let Some(a) = self.anchor else { return false };
-        if anchor::holds(tree, id, a) {
+        if tree.holds(id, a) {
             return false;
         }
-        let inside = anchor::holds(tree, a, id);
+        let inside = tree.holds(a, id);
         !(inside && tree.stats(id).text_chars * 2 >= tree.stats(a).text_chars)
     }
 
