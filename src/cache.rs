@@ -73,12 +73,15 @@ use crate::pipeline::Profile;
 
 mod disk;
 mod fields;
+pub mod range;
 mod record;
+mod stale;
 mod storable;
 
 pub use disk::{Disk, DiskError, DiskSnapshot};
 pub use record::RecordError;
-pub use storable::{admit, admit_head, is_candidate, is_conditional, is_only_if_cached, vary_names, Pending, Refusal};
+pub use stale::{is_server_error, Grace};
+pub use storable::{admit, admit_head, is_candidate, is_range_candidate, is_conditional, is_only_if_cached, vary_names, Pending, Refusal};
 
 /// What a cache lookup needs to know of a client's request: its method, absolute URL and
 /// headers. The headers are the client's as they will be forwarded (hop-by-hop fields gone,
@@ -286,6 +289,22 @@ impl Entry {
         }
     }
 
+    /// How long past its freshness the entry is at `now`; zero while fresh.
+    pub fn stale_for(&self, now: SystemTime) -> Duration {
+        now.duration_since(self.clock.fresh_until).unwrap_or_default()
+    }
+
+    /// Whether the entry, stale at `now`, may still answer `request` under `grace`: what the
+    /// origin's `stale-while-revalidate` or `stale-if-error` allows ([`stale`]).
+    pub fn may_serve_stale(&self, request: &HeaderMap, grace: Grace, now: SystemTime) -> bool {
+        stale::allows(&self.headers, request, grace, self.stale_for(now))
+    }
+
+    /// The part of the kept body that `request`'s `Range` asks for ([`range`]).
+    pub fn part(&self, request: &HeaderMap) -> range::Part {
+        range::part(request, self.body.len() as u64, self.headers.get(header::ETAG), self.headers.get(header::LAST_MODIFIED))
+    }
+
     /// The answer for an entry that must be validated before it is used: the conditional
     /// headers made of the origin's validators.
     pub fn stale(&self) -> Freshness {
@@ -475,6 +494,9 @@ pub struct Cache {
     max_copying: u64,
     /// The disk tier (`cache.disk_dir`), and the settings it was opened with.
     disk: Option<(Arc<Disk>, DiskConfig)>,
+    /// Keys being revalidated in the background (`stale-while-revalidate`): one request to
+    /// the origin per key, however many clients are served the stale entry meanwhile.
+    revalidating: std::sync::Mutex<std::collections::HashSet<Key>>,
 }
 
 impl Cache {
@@ -537,7 +559,19 @@ impl Cache {
             copying: AtomicU64::new(0),
             max_copying,
             disk,
+            revalidating: Default::default(),
         }
+    }
+
+    /// Claims `key` for a background revalidation: false when one is running already. The
+    /// claim ends with [`Cache::end_revalidation`].
+    pub fn begin_revalidation(&self, key: &Key) -> bool {
+        self.revalidating.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key.clone())
+    }
+
+    /// Ends the claim [`Cache::begin_revalidation`] made.
+    pub fn end_revalidation(&self, key: &Key) {
+        self.revalidating.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(key);
     }
 
     /// True when requests served by `profile` use the cache: every profile, the `pass` profile

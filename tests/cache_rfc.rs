@@ -219,3 +219,139 @@ async fn rfc9111_5_2_cache_control_directives_are_case_insensitive() {
     assert_eq!(forced.x_cache(), Some("MISS"), "a client's `NO-CACHE` goes to the origin");
     assert_eq!(origin.count("/fresh"), 2);
 }
+
+/// A kept download of 1,000 bytes (0, 1, …, 231, 0, 1, …), fresh for ten minutes, with a
+/// strong ETag.
+fn download(_: &Received) -> http::Response<Body> {
+    let body: Vec<u8> = (0..1000u32).map(|i| (i % 232) as u8).collect();
+    reply(&[("content-type", "application/octet-stream"), ("cache-control", "max-age=600"), ("etag", "\"d1\"")], body)
+}
+
+async fn get_bytes(client: &reqwest::Client, url: &str, headers: &[(&str, &str)]) -> (u16, reqwest::header::HeaderMap, Vec<u8>) {
+    let mut req = client.get(url);
+    for (name, value) in headers {
+        req = req.header(*name, *value);
+    }
+    let resp = req.send().await.expect("the proxy answers");
+    let (status, headers) = (resp.status().as_u16(), resp.headers().clone());
+    (status, headers, resp.bytes().await.expect("a whole body").to_vec())
+}
+
+/// RFC 9110 §14: a range of a complete kept response is cut from it (206 with
+/// `Content-Range`, or 416 past its end) without asking the origin; `If-Range` for another
+/// representation, or several ranges, get the whole response; a range of what is not kept
+/// goes to the origin as sent.
+#[tokio::test]
+async fn rfc9110_14_ranges_are_cut_from_a_kept_response() {
+    let origin = Origin::new().route("/file", download).run().await;
+    let pith = Pith::start("").await;
+    let client = pith.client();
+    let url = origin.url("/file");
+    let whole: Vec<u8> = (0..1000u32).map(|i| (i % 232) as u8).collect();
+
+    let (status, _, _) = get_bytes(&client, &url, &[("range", "bytes=0-9")]).await;
+    assert_eq!(status, 200, "nothing kept yet: the origin's answer (it ignores ranges)");
+    assert_eq!(origin.last().header("range").as_deref(), Some("bytes=0-9"), "the range was forwarded");
+    let (status, _, body) = get_bytes(&client, &url, &[]).await;
+    assert_eq!((status, body.len()), (200, 1000));
+
+    let (status, headers, body) = get_bytes(&client, &url, &[("range", "bytes=10-19")]).await;
+    assert_eq!(status, 206);
+    assert_eq!(body, whole[10..20]);
+    assert_eq!(headers["content-range"], "bytes 10-19/1000");
+    assert_eq!(headers["content-length"], "10");
+    assert_eq!(headers["x-cache"], "HIT");
+
+    let (status, headers, body) = get_bytes(&client, &url, &[("range", "bytes=-5"), ("if-range", "\"d1\"")]).await;
+    assert_eq!((status, &body[..]), (206, &whole[995..]));
+    assert_eq!(headers["content-range"], "bytes 995-999/1000");
+
+    let (status, headers, body) = get_bytes(&client, &url, &[("range", "bytes=5000-")]).await;
+    assert_eq!((status, body.len()), (416, 0));
+    assert_eq!(headers["content-range"], "bytes */1000");
+
+    for ignored in [&[("range", "bytes=0-1"), ("if-range", "\"other\"")][..], &[("range", "bytes=0-1,5-6")][..]] {
+        let (status, headers, body) = get_bytes(&client, &url, ignored).await;
+        assert_eq!((status, body.len()), (200, 1000), "{ignored:?}");
+        assert_eq!(headers["x-cache"], "HIT");
+    }
+    assert_eq!(origin.count("/file"), 2, "the first range and the whole were fetched; every part after came from the kept copy");
+}
+
+/// A page whose body names how many times the origin was asked, with `cache_control`; when
+/// `fail_after` requests have been answered, the origin answers 503.
+fn counted(cache_control: &'static str, fail_after: usize) -> (Arc<AtomicUsize>, impl Fn(&Received) -> http::Response<Body> + Send + Sync + 'static) {
+    let asked = Arc::new(AtomicUsize::new(0));
+    let counter = asked.clone();
+    let handler = move |_: &Received| {
+        let n = counter.fetch_add(1, Ordering::SeqCst) + 1;
+        if n > fail_after {
+            return with_status(reply(&[("content-type", "text/html")], "<p>down</p>"), StatusCode::SERVICE_UNAVAILABLE);
+        }
+        reply(&[("content-type", "text/html"), ("cache-control", cache_control)], format!("<html><body><p>version {n}</p></body></html>"))
+    };
+    (asked, handler)
+}
+
+/// RFC 5861 §3: within `stale-while-revalidate` a stale page is served at once, and the
+/// origin is asked in the background, once; the next request gets the revalidated page.
+#[tokio::test]
+async fn rfc5861_3_stale_while_revalidate_serves_at_once_and_refreshes_behind() {
+    let (asked, handler) = counted("max-age=1, stale-while-revalidate=60", usize::MAX);
+    let origin = Origin::new().route("/page", handler).run().await;
+    let pith = Pith::start("").await;
+    let client = pith.client();
+    let url = origin.url("/page");
+    let first = get(&client, &url).await;
+    assert!(first.body.contains("version 1"), "{}", first.body);
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    let stale = get(&client, &url).await;
+    assert_eq!((stale.status, stale.x_cache()), (200, Some("STALE")));
+    assert!(stale.body.contains("version 1"), "the stale page, at once: {}", stale.body);
+    // The background revalidation: bounded wait for the origin's second request.
+    for _ in 0..100 {
+        if asked.load(Ordering::SeqCst) >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(asked.load(Ordering::SeqCst), 2, "one revalidation in the background");
+    let mut fresh = get(&client, &url).await;
+    for _ in 0..40 {
+        if fresh.x_cache() == Some("HIT") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        fresh = get(&client, &url).await;
+    }
+    assert_eq!(fresh.x_cache(), Some("HIT"));
+    assert!(fresh.body.contains("version 2"), "the page the background fetch kept: {}", fresh.body);
+    assert_eq!(asked.load(Ordering::SeqCst), 2);
+}
+
+/// RFC 5861 §4: within `stale-if-error` a stale page stands in for the origin's 503; without
+/// it, or with `must-revalidate`, the client gets the origin's error.
+#[tokio::test]
+async fn rfc5861_4_stale_if_error_stands_in_for_a_failing_origin() {
+    let (_, granted) = counted("max-age=1, stale-if-error=60", 1);
+    let (_, plain) = counted("max-age=1", 1);
+    let (_, forbidden) = counted("max-age=1, stale-if-error=60, must-revalidate", 1);
+    let (_, client_grants) = counted("max-age=1", 1);
+    let origin = Origin::new().route("/granted", granted).route("/plain", plain).route("/forbidden", forbidden).route("/client", client_grants).run().await;
+    let pith = Pith::start("").await;
+    let client = pith.client();
+    for path in ["/granted", "/plain", "/forbidden", "/client"] {
+        assert!(get(&client, &origin.url(path)).await.body.contains("version 1"));
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    let stood_in = get(&client, &origin.url("/granted")).await;
+    assert_eq!((stood_in.status, stood_in.x_cache()), (200, Some("STALE")));
+    assert!(stood_in.body.contains("version 1"), "{}", stood_in.body);
+    for path in ["/plain", "/forbidden"] {
+        assert_eq!(get(&client, &origin.url(path)).await.status, 503, "{path}");
+    }
+    // A client may accept it too (RFC 5861 §4).
+    let accepted = send(&client, Method::GET, &origin.url("/client"), &[("cache-control", "stale-if-error=60")]).await;
+    assert_eq!((accepted.status, accepted.x_cache()), (200, Some("STALE")));
+    assert!(accepted.body.contains("version 1"), "{}", accepted.body);
+}

@@ -168,6 +168,16 @@ pub fn is_candidate(method: &Method, headers: &HeaderMap) -> bool {
         && !headers.contains_key(header::IF_RANGE)
 }
 
+/// True when a request asks for a part (`Range`) that a complete kept response may answer: a
+/// GET without `If-Match` or `If-Unmodified-Since`, which only the origin can judge. What is
+/// not kept goes to the origin, and a part is never kept.
+pub fn is_range_candidate(method: &Method, headers: &HeaderMap) -> bool {
+    *method == Method::GET
+        && headers.contains_key(header::RANGE)
+        && !headers.contains_key(header::IF_MATCH)
+        && !headers.contains_key(header::IF_UNMODIFIED_SINCE)
+}
+
 /// True when the client's `Cache-Control` says `only-if-cached`: it wants a stored response
 /// or a 504, never the origin (RFC 9111 §5.2.1.7). Directive names in any case.
 pub fn is_only_if_cached(headers: &HeaderMap) -> bool {

@@ -183,6 +183,9 @@ pub enum Action {
     Hit,
     /// Served from the cache after the origin said it had not changed.
     Revalidated,
+    /// Served from the cache although stale, as the origin allowed: while it is revalidated in
+    /// the background, or because the origin failed (RFC 5861).
+    Stale,
     /// One of pith's own pages.
     Own,
     /// CONNECT.
@@ -196,13 +199,14 @@ pub enum Action {
 impl Action {
     /// Every action.
     #[cfg(test)]
-    const ALL: [Action; 10] = [
+    const ALL: [Action; 11] = [
         Action::Pass,
         Action::Rewrite,
         Action::TooLarge,
         Action::OverBudget,
         Action::Hit,
         Action::Revalidated,
+        Action::Stale,
         Action::Own,
         Action::Tunnel,
         Action::Upgrade,
@@ -218,6 +222,7 @@ impl Action {
             Action::OverBudget => "over-budget",
             Action::Hit => "hit",
             Action::Revalidated => "revalidated",
+            Action::Stale => "stale",
             Action::Own => "own",
             Action::Tunnel => "tunnel",
             Action::Upgrade => "upgrade",

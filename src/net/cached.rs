@@ -25,7 +25,16 @@
 //! A 304 that names another representation than the kept one (a different strong ETag)
 //! refreshes nothing: the response is asked for again, whole.
 //!
-//! Everything else (other methods, ranges, the cache switched off) goes straight to the origin
+//! A GET for a part (`Range`) is cut from a fresh kept response (206, or 416 past its end;
+//! [`crate::cache::range`]); otherwise it goes to the origin, and a part is never kept.
+//!
+//! A stale entry may still be served where the origin allows it (RFC 5861,
+//! [`crate::cache::Grace`]): within `stale-while-revalidate` it is served at once
+//! (`X-Cache: STALE`) while one revalidation per key runs in the background; within
+//! `stale-if-error` it is served when the revalidation finds the origin unreachable or
+//! failing (500, 502, 503, 504).
+//!
+//! Everything else (other methods, the cache switched off) goes straight to the origin
 //! as before; an unsafe method (POST, PUT, DELETE, …) that succeeds then invalidates what is
 //! kept for its URL, in every profile (RFC 9111 §4.4).
 
@@ -44,7 +53,8 @@ use super::respond::{self, Exchange, Outcome, Served};
 use super::tee::{Store, Tee};
 use super::State;
 use crate::body as codec;
-use crate::cache::{self, Ask, Cache, Entry, Form, Freshness, Key};
+use crate::cache::range::{self, Part};
+use crate::cache::{self, Ask, Cache, Entry, Form, Freshness, Grace, Key};
 use crate::pipeline::Profile;
 
 /// Where a request goes, for the steps after admission.
@@ -53,13 +63,13 @@ pub struct Target<'a> {
     pub host: &'a str,
     /// The absolute URL.
     pub uri: Uri,
-    /// The profile serving the client.
-    pub profile: &'a Profile,
+    /// The profile serving the client (shared: a background revalidation outlives the request).
+    pub profile: &'a Arc<Profile>,
 }
 
 /// Serves a request that is not for pith itself: from the cache when it can, else from the
 /// origin.
-pub async fn serve(state: &State, target: Target<'_>, req: Request<Incoming>) -> Result<Served, ProxyError> {
+pub async fn serve(state: &Arc<State>, target: Target<'_>, req: Request<Incoming>) -> Result<Served, ProxyError> {
     let Some(cache) = state.cache.as_ref() else {
         return forward_and_respond(state, &target, req).await;
     };
@@ -68,7 +78,13 @@ pub async fn serve(state: &State, target: Target<'_>, req: Request<Incoming>) ->
         invalidate(cache, &target.uri, &served.response);
         return Ok(served);
     }
-    if !cache.serves(target.profile) || !cache::is_candidate(req.method(), req.headers()) {
+    if !cache.serves(target.profile) {
+        return forward_and_respond(state, &target, req).await;
+    }
+    if cache::is_range_candidate(req.method(), req.headers()) {
+        return ranged(state, cache, &target, req).await;
+    }
+    if !cache::is_candidate(req.method(), req.headers()) {
         return forward_and_respond(state, &target, req).await;
     }
     // A HEAD is looked up as the GET it would be answered from.
@@ -96,6 +112,21 @@ async fn head(state: &State, cache: &Cache, target: &Target<'_>, ask: &Ask, key:
     if let Some(entry) = fresh(cache, &key, ask).await {
         cache.count_hit();
         return Ok(from_entry(&entry, Lookup::Hit, 0, req.headers(), Reply::Head));
+    }
+    if cache::is_only_if_cached(req.headers()) {
+        return Err(ProxyError::NotCached { url: target.uri.to_string() });
+    }
+    Ok(with_x_cache(forward_and_respond(state, target, req).await?, Lookup::Miss))
+}
+
+/// A GET for a part (`Range`): cut from a fresh kept response (206, or 416 for a range past
+/// its end), else the origin's answer as it comes; a part is never kept.
+async fn ranged(state: &State, cache: &Cache, target: &Target<'_>, req: Request<Incoming>) -> Result<Served, ProxyError> {
+    let ask = ask(&req, &target.uri, Method::GET);
+    let coding = codec::choose_encoding(req.headers().get(header::ACCEPT_ENCODING).and_then(|v| v.to_str().ok()));
+    if let Some(entry) = fresh(cache, &cache.key(&ask, target.profile, coding), &ask).await {
+        cache.count_hit();
+        return Ok(from_entry(&entry, Lookup::Hit, 0, req.headers(), Reply::Part));
     }
     if cache::is_only_if_cached(req.headers()) {
         return Err(ProxyError::NotCached { url: target.uri.to_string() });
@@ -145,14 +176,21 @@ fn same_host_url(base: &Uri, reference: &str) -> Option<String> {
 }
 
 /// One look at the cache under `key`: a fresh entry, or a (re)validating fill.
-async fn lookup(state: &State, cache: &Arc<Cache>, target: &Target<'_>, ask: &Ask, key: Key, req: Request<Incoming>) -> Result<Looked, ProxyError> {
+async fn lookup(state: &Arc<State>, cache: &Arc<Cache>, target: &Target<'_>, ask: &Ask, key: Key, req: Request<Incoming>) -> Result<Looked, ProxyError> {
     let mut stale = None;
     if let Some(entry) = cache.get(&key).await {
-        let freshness = if cache.is_invalid(&key, &entry) { entry.stale() } else { entry.freshness(ask, SystemTime::now()) };
+        let invalid = cache.is_invalid(&key, &entry);
+        let freshness = if invalid { entry.stale() } else { entry.freshness(ask, SystemTime::now()) };
         match freshness {
             Freshness::Fresh { .. } => {
                 cache.count_hit();
                 return Ok(Looked::Served(from_entry(&entry, Lookup::Hit, 0, req.headers(), Reply::Whole)));
+            }
+            Freshness::Stale { conditions } if !invalid && !cache::is_conditional(req.headers()) && entry.may_serve_stale(req.headers(), Grace::WhileRevalidate, SystemTime::now()) => {
+                cache.count_hit();
+                let served = from_entry(&entry, Lookup::Stale, 0, req.headers(), Reply::Whole);
+                Background { state: state.clone(), cache: cache.clone(), profile: target.profile.clone(), host: target.host.to_string(), ask: ask.clone(), key }.revalidate(entry, conditions, head_of(&req));
+                return Ok(Looked::Served(served));
             }
             Freshness::Stale { conditions } => stale = Some((entry, conditions)),
         }
@@ -175,10 +213,7 @@ async fn lookup(state: &State, cache: &Arc<Cache>, target: &Target<'_>, ask: &As
     let result = cache.get_or_fill(key, fill.run()).await;
     let ran = std::mem::replace(&mut *lock(&slot), Slot::Taken);
     match (result, ran) {
-        (Ok(entry), Slot::Ran { revalidated, origin_bytes }) => {
-            let lookup = if revalidated { Lookup::Revalidated } else { Lookup::Miss };
-            Ok(Looked::Served(from_entry(&entry, lookup, origin_bytes, &client_headers, Reply::Whole)))
-        }
+        (Ok(entry), Slot::Ran { lookup, origin_bytes }) => Ok(Looked::Served(from_entry(&entry, lookup, origin_bytes, &client_headers, Reply::Whole))),
         (Ok(entry), _) => {
             cache.count_hit();
             Ok(Looked::Served(from_entry(&entry, Lookup::Hit, 0, &client_headers, Reply::Whole)))
@@ -198,7 +233,7 @@ async fn lookup(state: &State, cache: &Arc<Cache>, target: &Target<'_>, ask: &As
 /// when this client's future is the one that runs.
 enum Slot {
     Waiting(Box<Request<Incoming>>),
-    Ran { revalidated: bool, origin_bytes: u64 },
+    Ran { lookup: Lookup, origin_bytes: u64 },
     Taken,
 }
 
@@ -233,7 +268,7 @@ struct Fill<'a> {
 
 impl Fill<'_> {
     async fn run(self) -> Result<Arc<Entry>, Unstored> {
-        let taken = std::mem::replace(&mut *lock(&self.slot), Slot::Ran { revalidated: false, origin_bytes: 0 });
+        let taken = std::mem::replace(&mut *lock(&self.slot), Slot::Ran { lookup: Lookup::Miss, origin_bytes: 0 });
         let Slot::Waiting(req) = taken else {
             return Err(Unstored::new(Err(ProxyError::Internal { what: "a cache fill ran without its request".to_string() })));
         };
@@ -250,7 +285,11 @@ impl Fill<'_> {
             }
         }
         let accept_encoding = req.headers().get(header::ACCEPT_ENCODING).cloned();
-        let mut resp = match send(self.state, self.target, req).await {
+        let sent = send(self.state, self.target, req).await;
+        if let Some(entry) = self.stale_if_error(&sent) {
+            return Ok(entry);
+        }
+        let mut resp = match sent {
             Ok(resp) => resp,
             Err(e) => return Err(Unstored::new(Err(e))),
         };
@@ -272,18 +311,35 @@ impl Fill<'_> {
             Ok(Outcome::Passed(served)) => return Err(Unstored::new(Ok(self.keep_streamed(status, &origin_headers, served).await))),
             Err(e) => return Err(Unstored::new(Err(e))),
         };
-        self.set_ran(false, page.origin_bytes);
+        self.set_ran(Lookup::Miss, page.origin_bytes);
         self.keep(status, &origin_headers, page).await
     }
 
-    fn set_ran(&self, revalidated: bool, origin_bytes: u64) {
-        *lock(&self.slot) = Slot::Ran { revalidated, origin_bytes };
+    fn set_ran(&self, lookup: Lookup, origin_bytes: u64) {
+        *lock(&self.slot) = Slot::Ran { lookup, origin_bytes };
+    }
+
+    /// The stale entry being revalidated, when the origin failed (unreachable, or 500, 502,
+    /// 503, 504) and its `stale-if-error` (or the client's) covers how stale it is. It is kept
+    /// again as it was, so the next request asks the origin again.
+    fn stale_if_error(&self, sent: &Result<Response<Incoming>, ProxyError>) -> Option<Arc<Entry>> {
+        let (entry, _) = self.stale.as_ref()?;
+        let failed = match sent {
+            Ok(resp) => cache::is_server_error(resp.status()),
+            Err(_) => true,
+        };
+        if !failed || !entry.may_serve_stale(&self.ask.headers, Grace::IfError, SystemTime::now()) {
+            return None;
+        }
+        tracing::debug!(url = %self.target.uri, "origin failed; serving the kept response stale");
+        self.set_ran(Lookup::Stale, 0);
+        Some(entry.clone())
     }
 
     /// A 304 to the revalidation: the kept page again, with refreshed freshness.
     fn refreshed(&self, entry: Entry) -> Arc<Entry> {
         self.cache.count_revalidation();
-        self.set_ran(true, 0);
+        self.set_ran(Lookup::Revalidated, 0);
         let entry = Arc::new(entry);
         self.cache.note_stored(&self.key, &entry);
         entry
@@ -360,6 +416,90 @@ impl Fill<'_> {
     }
 }
 
+/// A revalidation that outlives the request it was started for (`stale-while-revalidate`):
+/// that client was served the stale entry at once; this brings the entry up to date for the
+/// next. One runs per key at a time ([`Cache::begin_revalidation`]); should it fail, the stale
+/// entry stays, and is served until its window ends.
+struct Background {
+    state: Arc<State>,
+    cache: Arc<Cache>,
+    profile: Arc<Profile>,
+    host: String,
+    ask: Ask,
+    key: Key,
+}
+
+impl Background {
+    /// Starts revalidating `entry`, asking as the client's request `head` did with
+    /// `conditions` added, unless a revalidation of the key is running already.
+    fn revalidate(self, entry: Arc<Entry>, conditions: Vec<(header::HeaderName, HeaderValue)>, mut head: Request<()>) {
+        if !self.cache.begin_revalidation(&self.key) {
+            return;
+        }
+        for (name, value) in conditions {
+            head.headers_mut().insert(name, value);
+        }
+        tokio::spawn(async move {
+            if let Err(e) = self.run(&entry, head).await {
+                tracing::debug!(url = %self.ask.uri, error = %e, "background revalidation failed; the stale entry stays");
+            }
+            self.cache.end_revalidation(&self.key);
+        });
+    }
+
+    async fn run(&self, entry: &Entry, head: Request<()>) -> Result<(), ProxyError> {
+        let via = self.state.config.upstream.send_via.then_some(&self.state.via);
+        let req = forward::prepare(head, self.ask.uri.clone(), via)?;
+        let accept_encoding = req.headers().get(header::ACCEPT_ENCODING).cloned();
+        let resp = forward::send_bodiless(&self.state.client, req, &self.host, &self.state.config.upstream).await?;
+        if resp.status() == StatusCode::NOT_MODIFIED {
+            match entry.refreshed(&self.ask, resp.headers(), SystemTime::now()) {
+                Ok(refreshed) => {
+                    self.cache.count_revalidation();
+                    self.cache.insert(self.key.clone(), Arc::new(refreshed)).await;
+                }
+                // About another representation: the next request fetches the page whole.
+                Err(_) => self.cache.invalidate(&self.key).await,
+            }
+            return Ok(());
+        }
+        if cache::is_server_error(resp.status()) {
+            return Ok(());
+        }
+        self.cache.count_miss();
+        let (status, origin_headers) = (resp.status(), resp.headers().clone());
+        let url = self.ask.uri.to_string();
+        let ex = Exchange { method: &self.ask.method, host: &self.host, url: &url, accept_encoding, profile: &self.profile };
+        let now = SystemTime::now();
+        let max = self.cache.max_entry_bytes();
+        let admitted = match respond::respond_outcome(&self.state, &ex, resp).await? {
+            Outcome::Rewritten(page) => cache::admit(&self.ask, (status, &origin_headers), page.parts.headers, page.body, max, now),
+            Outcome::Passed(served) if served.action == Action::OverBudget => return Ok(()),
+            Outcome::Passed(served) => match cache::admit_head(&self.ask, (status, &origin_headers), served.response.headers().clone(), Form::Origin, max, now) {
+                Ok(pending) => {
+                    let room = usize::try_from(pending.room()).unwrap_or(usize::MAX);
+                    let Ok(body) = http_body_util::BodyExt::collect(http_body_util::Limited::new(served.response.into_body(), room)).await else {
+                        // Too large to keep now, or cut off: the kept entry no longer stands for it.
+                        self.cache.invalidate(&self.key).await;
+                        return Ok(());
+                    };
+                    pending.finish(body.to_bytes())
+                }
+                Err(refusal) => Err(refusal),
+            },
+        };
+        match admitted {
+            Ok(entry) => {
+                let key = if self.key.varies_on(entry.vary()) { self.key.clone() } else { self.key.with_vary(entry.vary(), &self.ask.headers) };
+                self.cache.insert(key, Arc::new(entry)).await;
+            }
+            // No longer storable (now `no-store`, say): the stale entry must not be served again.
+            Err(_) => self.cache.invalidate(&self.key).await,
+        }
+        Ok(())
+    }
+}
+
 /// A copy of a request's head, with no body.
 fn head_of(req: &Request<Incoming>) -> Request<()> {
     let mut head = Request::new(());
@@ -406,6 +546,8 @@ enum Reply {
     Whole,
     /// The head alone, `Content-Length` as for the GET (a HEAD).
     Head,
+    /// The part the request's `Range` asks for (a 206), or the whole when it asks for none.
+    Part,
 }
 
 /// What the cache did for a request: its `X-Cache` header and, for a kept response, the
@@ -418,6 +560,8 @@ enum Lookup {
     Miss,
     /// A stale kept response that the origin said has not changed.
     Revalidated,
+    /// A stale kept response served as the origin allowed (RFC 5861).
+    Stale,
 }
 
 impl Lookup {
@@ -427,6 +571,7 @@ impl Lookup {
             Lookup::Hit => "HIT",
             Lookup::Miss => "MISS",
             Lookup::Revalidated => "REVALIDATED",
+            Lookup::Stale => "STALE",
         }
     }
 
@@ -437,6 +582,7 @@ impl Lookup {
             Lookup::Hit => Action::Hit,
             Lookup::Miss => Action::Rewrite,
             Lookup::Revalidated => Action::Revalidated,
+            Lookup::Stale => Action::Stale,
         }
     }
 }
@@ -455,10 +601,23 @@ fn from_entry(entry: &Entry, lookup: Lookup, origin_bytes: u64, request: &Header
         }
         resp
     } else {
-        let body = if reply == Reply::Head { Bytes::new() } else { entry.body.clone() };
+        let len = entry.body.len() as u64;
+        let part = if reply == Reply::Part && entry.status == StatusCode::OK { entry.part(request) } else { Part::Whole };
+        let (status, body) = match part {
+            Part::Whole if reply == Reply::Head => (entry.status, Bytes::new()),
+            Part::Whole => (entry.status, entry.body.clone()),
+            // `last` < `len`: [`cache::range::part`] clips it.
+            Part::Bytes { first, last } => (StatusCode::PARTIAL_CONTENT, entry.body.slice(first as usize..=last as usize)),
+            Part::Unsatisfiable => (StatusCode::RANGE_NOT_SATISFIABLE, Bytes::new()),
+        };
         let mut resp = Response::new(bodies::full(body));
-        *resp.status_mut() = entry.status;
+        *resp.status_mut() = status;
         *resp.headers_mut() = entry.headers.clone();
+        if part != Part::Whole {
+            resp.headers_mut().insert(header::CONTENT_RANGE, range::content_range(part, len));
+            let sent = if let Part::Bytes { first, last } = part { last - first + 1 } else { 0 };
+            resp.headers_mut().insert(header::CONTENT_LENGTH, HeaderValue::from(sent));
+        }
         resp
     };
     response.headers_mut().insert(header::AGE, age);
