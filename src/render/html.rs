@@ -49,7 +49,8 @@ pub struct Dress<'a> {
 /// The phone viewport and stylesheet of the declutter page (about 700 bytes): a readable
 /// measure and line height in system fonts; media, frames and tables never wider than the
 /// screen (an image keeps its `width`/`height` for its shape, `height:auto` scales it; a wide
-/// table scrolls inside itself); long words break; dark colours when the device asks.
+/// table or displayed equation scrolls inside itself); long words break; dark colours when the
+/// device asks.
 pub const PHONE_HEAD: &str = concat!(
     "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">",
     "<style>",
@@ -59,7 +60,7 @@ pub const PHONE_HEAD: &str = concat!(
     "*{max-width:100%;box-sizing:border-box}",
     "img,video,canvas,svg,picture,iframe,embed,object{height:auto}",
     "table{display:block;overflow-x:auto;border-collapse:collapse}",
-    "pre{overflow-x:auto;white-space:pre-wrap}",
+    "pre{overflow-x:auto;white-space:pre-wrap}math[display=block]{overflow-x:auto}",
     "@media (prefers-color-scheme:dark){body{background:#17171a;color:#e8e8ea}a{color:#8ab4f8}a:visited{color:#c58af9}}",
     "</style>"
 );
@@ -111,7 +112,8 @@ fn write(tree: &Tree, id: NodeId, dress: Option<&Dress<'_>>, out: &mut String) {
                             continue;
                         }
                     }
-                    write_start_tag_keeping(tree, node, name, e, &[], |_| true, out);
+                    let set: &[(&str, &str)] = if dress.is_some() && is_scrolling_equation(tree, node, e) { &[("tabindex", "0")] } else { &[] };
+                    write_start_tag_keeping(tree, node, name, e, set, |_| true, out);
                     if crate::dom::is_void(e) {
                         walk.skip_children();
                     }
@@ -138,6 +140,13 @@ fn write(tree: &Tree, id: NodeId, dress: Option<&Dress<'_>>, out: &mut String) {
             }
         }
     }
+}
+
+/// True for a displayed MathML equation without a `tabindex`: the declutter stylesheet lets
+/// it scroll inside itself on a narrow screen (an equation cannot wrap), and a region that
+/// scrolls must take keyboard focus, or only a pointer can scroll it (WCAG 2.1.1).
+fn is_scrolling_equation(tree: &Tree, node: NodeId, e: &Element) -> bool {
+    e.ns == Ns::MathMl && e.name == local_name!("math") && tree.attr(node, "display") == Some("block") && tree.attr(node, "tabindex").is_none()
 }
 
 /// The lists open in the declutter page being written that a screen reader could not read as
@@ -515,6 +524,16 @@ mod tests {
         // Without dress (a round trip), the markup is the page's.
         let tree = Tree::parse("<ul><div>one</div></ul>");
         assert!(render(&tree).contains("<ul><div>one</div></ul>"));
+    }
+
+    /// A displayed equation scrolls on a phone, so it takes keyboard focus; inline ones, and
+    /// one with its own `tabindex`, are left as written, and so is any equation undressed.
+    #[test]
+    fn displayed_equations_get_a_tab_stop() {
+        let html = "<p><math display=block><mi>x</mi></math><math><mi>y</mi></math><math display=block tabindex=-1><mi>z</mi></math></p>";
+        let page = render_dressed(&Tree::parse(html), &Dress::default());
+        assert!(page.contains("<math display=\"block\" tabindex=\"0\"><mi>x</mi></math><math><mi>y</mi></math><math display=\"block\" tabindex=\"-1\">"), "{page}");
+        assert!(!render(&Tree::parse(html)).contains("tabindex=\"0\""));
     }
 
     fn assert_round_trip(html: &str) -> String {
