@@ -60,7 +60,7 @@ const STYLE: &str = concat!(
     "h1,h2,h3,h4,h5,h6{font-family:system-ui,sans-serif;line-height:1.25}",
     "a{color:var(--link)}header p,nav{color:var(--muted);font-size:.95rem}",
     "img,video{max-width:100%;height:auto}figure{margin:1.5rem 0}figcaption{color:var(--muted);font-size:.9rem}",
-    "pre{overflow-x:auto;padding:.75rem;border:1px solid var(--rule)}code,pre{font-size:.9em}",
+    "pre{overflow-x:auto;padding:.75rem;border:1px solid var(--rule)}code,pre{font-size:.9em}math[display=block]{overflow-x:auto}",
     "blockquote{margin:1rem 0;padding-left:1rem;border-left:3px solid var(--rule)}",
     "table{border-collapse:collapse;display:block;overflow-x:auto}th,td{border:1px solid var(--rule);padding:.25rem .5rem}",
     "[role=note]{border:1px solid var(--rule);padding:.5rem .75rem}"
@@ -412,6 +412,26 @@ mod tests {
         links_without_href_and_spans_unwrap:
             "<p><a name=top>anchor</a> and <span class=k>span</span></p>"
             => "<p>anchor and span</p>";
+    }
+
+    /// An equation is content: its presentation markup stays, with the attributes that shape
+    /// it; annotations, styling and links go, HTML inside is unwrapped; a displayed one takes
+    /// keyboard focus (it scrolls on a phone).
+    #[test]
+    fn equations_are_kept_as_mathml() {
+        let html = concat!(
+            r#"<p>Let <math alttext="x^2"><msup><mi mathvariant="normal" style="color:red" onclick="x()">x</mi><mn>2</mn></msup></math> be.</p>"#,
+            r#"<math display="block"><semantics><mfrac><mn>1</mn><mi href="https://t.example">n</mi></mfrac><annotation encoding="TeX">\frac1n</annotation></semantics></math>"#,
+            r#"<math><mtext><b>bold</b> t</mtext></math>"#,
+        );
+        assert_eq!(
+            main_of(html, "T"),
+            concat!(
+                r#"<p>Let <math alttext="x^2"><msup><mi mathvariant="normal">x</mi><mn>2</mn></msup></math> be.</p>"#,
+                r#"<p><math display="block" tabindex="0"><semantics><mfrac><mn>1</mn><mi>n</mi></mfrac></semantics></math>"#,
+                r#"<math><mtext>bold t</mtext></math></p>"#,
+            )
+        );
     }
 
     #[test]

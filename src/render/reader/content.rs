@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 use url::Url;
 
 use super::{attr, escape, heading_text, Heading};
-use crate::dom::{Edge, NodeId, NodeKind, Tree};
+use crate::dom::{Edge, NodeId, NodeKind, Ns, Tree};
 
 /// How an element of the content is written.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -32,6 +32,8 @@ enum Kind {
     Inline,
     /// `br`, `img`, `hr`, `wbr`: no content, no end tag.
     Void,
+    /// A MathML equation, written whole by [`Content::math`].
+    Math,
 }
 
 fn kind(tag: &str) -> Kind {
@@ -39,7 +41,8 @@ fn kind(tag: &str) -> Kind {
         "script" | "style" | "noscript" | "template" | "iframe" | "object" | "embed" | "svg"
         | "canvas" | "video" | "audio" | "button" | "input" | "select" | "textarea" | "map"
         | "head" | "title" | "meta" | "link" | "dialog" | "colgroup" | "col" | "source"
-        | "track" | "area" | "frame" | "frameset" | "math" | "param" => Kind::Drop,
+        | "track" | "area" | "frame" | "frameset" | "param" => Kind::Drop,
+        "math" => Kind::Math,
         "p" | "pre" | "dt" => Kind::Block(true),
         "ul" | "ol" | "li" | "dl" | "dd" | "table" | "caption" | "thead" | "tbody" | "tfoot"
         | "tr" | "th" | "td" | "figure" | "figcaption" | "blockquote" => Kind::Block(false),
@@ -59,6 +62,23 @@ fn kind(tag: &str) -> Kind {
         _ => Kind::Unwrap(false),
     }
 }
+
+/// The MathML elements a reading page keeps (MathML Core's presentation markup); `annotation`
+/// and `annotation-xml` are not among them.
+const MATHML_ELEMENTS: &[&str] = &[
+    "math", "semantics", "mrow", "mi", "mn", "mo", "mtext", "ms", "mspace", "mfrac", "msqrt", "mroot", "msub", "msup",
+    "msubsup", "munder", "mover", "munderover", "mmultiscripts", "mprescripts", "none", "mtable", "mtr", "mtd",
+    "mstyle", "mpadded", "mphantom", "menclose", "merror", "mfenced", "mlabeledtr",
+];
+
+/// The MathML attributes a reading page keeps: how an equation is laid out and read.
+/// Colours, sizes in the site's units, links and event handlers go.
+const MATHML_ATTRIBUTES: &[&str] = &[
+    "display", "alttext", "displaystyle", "scriptlevel", "mathvariant", "form", "fence", "separator", "stretchy",
+    "symmetric", "largeop", "movablelimits", "accent", "accentunder", "lspace", "rspace", "linethickness",
+    "columnalign", "rowalign", "columnspan", "rowspan", "columnlines", "rowlines", "notation", "open", "close",
+    "separators", "dir",
+];
 
 /// What was written for an open element, to close it the same way.
 #[derive(Debug, Clone, Copy)]
@@ -187,6 +207,12 @@ impl<'t> Content<'t> {
                 Frame::Unwrapped(block)
             }
             Kind::Void => self.void(node, tag),
+            Kind::Math => {
+                self.before_inline();
+                self.math(node);
+                self.written = true;
+                Frame::Void
+            }
             Kind::Inline => {
                 self.before_inline();
                 // Phrasing continues the line: what was written before still counts.
@@ -297,6 +323,75 @@ impl<'t> Content<'t> {
             _ => {}
         }
         Frame::Void
+    }
+
+    /// A MathML equation: its presentation elements with the attributes that shape how it
+    /// looks and reads ([`MATHML_ELEMENTS`], [`MATHML_ATTRIBUTES`]); annotations (a TeX
+    /// source, say) go, and HTML inside (in an `mtext`) is unwrapped to its text. A screen reader speaks MathML, and a
+    /// browser draws it without scripts or fonts of the site's; an equation was the article's
+    /// content, never clutter. A displayed one scrolls on a narrow screen, so it takes
+    /// keyboard focus.
+    fn math(&mut self, math: NodeId) {
+        let tree = self.tree;
+        let mut walk = tree.traverse(math);
+        while let Some(edge) = walk.next() {
+            match edge {
+                Edge::Open(node) => match tree.kind(node) {
+                    NodeKind::Text(span) => self.math_text(node, tree.str(*span)),
+                    NodeKind::Element(e) => {
+                        let Some(name) = MATHML_ELEMENTS.iter().find(|n| e.ns == Ns::MathMl && **n == &*e.name) else {
+                            // HTML in an `mtext` is its text; an annotation, or what a
+                            // reading page never shows, goes whole.
+                            if e.ns == Ns::MathMl || kind(&e.name) == Kind::Drop {
+                                walk.skip_children();
+                            }
+                            continue;
+                        };
+                        self.out.push('<');
+                        self.out.push_str(name);
+                        for (attribute, value) in tree.attrs(node) {
+                            if MATHML_ATTRIBUTES.contains(&&**attribute) {
+                                attr(&mut self.out, attribute, value);
+                            }
+                        }
+                        if node == math && tree.attr(node, "display") == Some("block") && tree.attr(node, "tabindex").is_none() {
+                            attr(&mut self.out, "tabindex", "0");
+                        }
+                        self.out.push('>');
+                    }
+                    _ => {}
+                },
+                Edge::Close(node) => {
+                    if let Some(name) = tree.element(node).and_then(|e| MATHML_ELEMENTS.iter().find(|n| e.ns == Ns::MathMl && **n == &*e.name)) {
+                        self.out.push_str("</");
+                        self.out.push_str(name);
+                        self.out.push('>');
+                    }
+                }
+            }
+        }
+    }
+
+    /// Text inside an equation, each white space run one space. In MathML's own elements but
+    /// `mtext` and `ms` the renderer drops white space at the edges, so it is left out there;
+    /// in those two, and in HTML inside an `mtext`, it may part two words and stays.
+    fn math_text(&mut self, node: NodeId, text: &str) {
+        let tree = self.tree;
+        let edges = tree.parent(node).and_then(|p| tree.element(p)).is_some_and(|e| e.ns != Ns::MathMl || matches!(&*e.name, "mtext" | "ms"));
+        if edges && text.starts_with(|c: char| c.is_ascii_whitespace()) {
+            self.out.push(' ');
+        }
+        let mut words = text.split_ascii_whitespace();
+        if let Some(first) = words.next() {
+            escape(first, &mut self.out);
+            for word in words {
+                self.out.push(' ');
+                escape(word, &mut self.out);
+            }
+            if edges && text.ends_with(|c: char| c.is_ascii_whitespace()) {
+                self.out.push(' ');
+            }
+        }
     }
 
     fn image(&mut self, node: NodeId) {

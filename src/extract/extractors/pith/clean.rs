@@ -25,6 +25,8 @@
 //!   reads as a sentence ([`is_sentence`]) before the article's last lines: a lead that links
 //!   every name it mentions is prose, a closing "Follow us on …" line is not;
 //! - unless it is mostly a quotation (an embedded post included), which the article quotes,
+//!   or holds an equation (MathML: the article's, whatever its container's names and
+//!   however few characters it reads as; it also keeps a region named as unlikely),
 //!   it is a container (div, section, list, table, header) with fewer than ten commas, that is,
 //!   not a run of prose, and looks like clutter by its counts: a score below zero (a list
 //!   written as prose, [`MIN_LIST_TEXT`] of text at most [`MAX_LIST_LINKS`] links, excepted:
@@ -93,6 +95,8 @@ struct Counts {
     time_chars: u32,
     quote_chars: u32,
     links: u32,
+    /// MathML equations (`math` elements that show).
+    equations: u32,
 }
 
 impl Counts {
@@ -109,6 +113,7 @@ impl Counts {
         self.time_chars += o.time_chars;
         self.quote_chars += o.quote_chars;
         self.links += o.links;
+        self.equations += o.equations;
     }
 
     fn link_density(&self) -> f32 {
@@ -199,6 +204,9 @@ pub fn clean(tree: &Tree, a: &Analysis, title: &Title, roots: &[NodeId]) -> Clea
 
 /// Adds what the element itself counts as (a paragraph, an item, an image, a control).
 fn add_own(tree: &Tree, id: NodeId, e: &Element, c: &mut Counts) {
+    if e.ns == Ns::MathMl && e.name == local_name!("math") && tree.is_shown(id) {
+        c.equations += 1;
+    }
     if e.ns != Ns::Html || !tree.is_shown(id) {
         return;
     }
@@ -240,7 +248,9 @@ impl Judge<'_> {
     fn should_drop(&self, tree: &Tree, id: NodeId, e: &Element, c: &Counts, tail: bool) -> bool {
         let a = self.a;
         let i = id.index();
-        if a.unlikely[i] {
+        // An equation is the article's, whatever the names around it say (a typesetting
+        // script's context-menu class) and however few characters it reads as.
+        if a.unlikely[i] && c.equations == 0 {
             return true;
         }
         if e.ns != Ns::Html {
@@ -264,7 +274,7 @@ impl Judge<'_> {
         }
         // A block that is mostly a quotation (an embedded post included) is judged as the
         // quotation: the article quotes it.
-        if c.quote_chars * 2 > c.chars {
+        if c.quote_chars * 2 > c.chars || c.equations > 0 {
             return false;
         }
         if by_name(c, h) {
@@ -568,6 +578,21 @@ mod tests {
         let mut tree = Tree::parse(html);
         extract(&mut tree, &Params::default());
         crate::render::text::render(&tree)
+    }
+
+    /// A typesetting script wraps each equation in a container whose class names a context
+    /// menu, and it reads as three characters: the equation stays all the same. A real menu
+    /// beside it still goes.
+    #[test]
+    fn an_equation_stays_whatever_its_container_is_named() {
+        let html = format!(
+            "<body><article><h1>Roots</h1><p>{PROSE}</p>\
+             <div class=\"MathJax CtxtMenu_Attached_0\"><span><math display=block><mi>x</mi><mo>=</mo><mn>2</mn></math></span></div>\
+             <p>{PROSE}</p><div class=menu><a href=/a>Home</a> <a href=/b>News</a></div></article></body>"
+        );
+        let text = extracted(&html);
+        assert!(text.contains("x=2"), "the equation stays: {text}");
+        assert!(!text.contains("Home"), "the menu goes: {text}");
     }
 
     #[test]
