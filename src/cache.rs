@@ -665,9 +665,15 @@ impl Cache {
     /// because an unsafe request to it succeeded (RFC 9111 §4.4). An invalid page is not
     /// served again before the origin confirms it with a 304 ([`Cache::is_invalid`]): §4.4
     /// allows marking instead of removing, and a mark is one insert where finding every key of
-    /// a URL would take a scan of the store.
+    /// a URL would take a scan of the store. The disk tier's files of the URL are removed
+    /// (found by their names, [`disk::Disk::remove_url`]), since the mark does not outlive a
+    /// restart.
     pub fn invalidate_uri(&self, url: &str) {
         self.invalidated.insert(url.to_string(), Instant::now());
+        // The mark is in memory only: the files go, or a restart would serve them again.
+        if let Some((disk, _)) = &self.disk {
+            disk.remove_url(url);
+        }
     }
 
     /// True when an unsafe request to the entry's URL succeeded after the entry was made.

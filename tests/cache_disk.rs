@@ -72,7 +72,7 @@ async fn get(client: &reqwest::Client, url: &str, headers: &[(&str, &str)]) -> (
 /// The entry files under a disk folder.
 fn entry_files(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
-    for shard in std::fs::read_dir(dir.join("entries-v1")).expect("the entries folder") {
+    for shard in std::fs::read_dir(dir.join("entries-v2")).expect("the entries folder") {
         for file in std::fs::read_dir(shard.expect("a shard").path()).expect("a shard folder") {
             files.push(file.expect("a file").path());
         }
@@ -115,6 +115,50 @@ async fn fresh_entries_survive_a_restart_without_asking_the_origin() {
     assert_eq!(origin.received().len(), asked, "no request reaches the origin after the restart");
     assert_eq!(metric(&client, "pith_cache_disk_hits_total").await, urls.len() as u64);
     assert_eq!(metric(&client, "pith_cache_disk_entries").await, urls.len() as u64);
+}
+
+/// An unsafe request that succeeds invalidates the URL's entries (RFC 9111 §4.4) on disk too:
+/// after a restart, whose memory holds no mark of it, the origin is asked again, in every
+/// profile; another URL's entry is still served from disk.
+#[tokio::test]
+async fn an_invalidated_url_is_not_served_from_disk_after_a_restart() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let origin = Origin::new()
+        .route("/page", |r: &Received| match r.method {
+            Method::GET => reply(&[("content-type", "text/html"), ("cache-control", "max-age=600")], CLUTTERED),
+            _ => {
+                let mut resp = reply(&[], "");
+                *resp.status_mut() = StatusCode::NO_CONTENT;
+                resp
+            }
+        })
+        .route("/other", blob(3, 10_000, "max-age=600"))
+        .run()
+        .await;
+    let first = Pith::start(&with_disk(dir.path(), "")).await;
+    let client = first.client();
+    assert_eq!(get(&client, &origin.url("/other"), &[]).await.1.as_deref(), Some("MISS"));
+    // The page in two encoding classes: two entries of one URL.
+    for coding in ["gzip", "br"] {
+        assert_eq!(get(&client, &origin.url("/page"), &[("accept-encoding", coding)]).await.1.as_deref(), Some("MISS"), "{coding}");
+    }
+    wait_for_writes(&client, 3).await;
+    assert_eq!(entry_files(dir.path()).len(), 3);
+    let posted = client.post(origin.url("/page")).body("x=1").send().await.expect("the proxy answers");
+    assert_eq!(posted.status(), 204);
+    let deadline = Instant::now() + WRITES_GUARD;
+    while entry_files(dir.path()).len() > 1 {
+        assert!(Instant::now() < deadline, "the page's files were not removed");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    first.stop();
+
+    let second = Pith::start(&with_disk(dir.path(), "")).await;
+    let client = second.client();
+    for coding in ["gzip", "br"] {
+        assert_eq!(get(&client, &origin.url("/page"), &[("accept-encoding", coding)]).await.1.as_deref(), Some("MISS"), "the invalidated page is fetched again ({coding})");
+    }
+    assert_eq!(get(&client, &origin.url("/other"), &[]).await.1.as_deref(), Some("HIT"), "another URL's entry stays");
 }
 
 /// A stale entry read back from disk is revalidated with its validators, and the origin's 304

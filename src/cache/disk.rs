@@ -7,8 +7,12 @@
 //! restart would start cold. A memory miss looks here ([`Disk::read`]); what is found is
 //! promoted to memory by the caller.
 //!
-//! A file is named by a stable hash of its key ([`record::name`]) and holds the key whole,
-//! checked on read, so a hash collision never serves another key's entry. It is written to a
+//! A file is named by a stable hash of its key ([`record::name`]) and a shorter one of its URL
+//! ([`record::url_tag`]), and holds the key whole, checked on read, so a hash collision never
+//! serves another key's entry. The URL's part of the name lets an unsafe request to a URL
+//! (RFC 9111 §4.4) remove every entry of it, whatever its profile, coding or variant, without
+//! reading a file: the memory tier's mark of it ([`super::Cache::invalidate_uri`]) is gone
+//! after a restart, and the files must not outlive it. It is written to a
 //! temporary file beside it and renamed into place, so a crash mid-write leaves a stray
 //! temporary file (removed at the next start) and never a torn file under an entry's name.
 //! Files are not synced one by one: the checksum of every record ([`record::decode`]) catches
@@ -47,7 +51,10 @@ pub const WRITERS: usize = 2;
 
 /// The folder under `cache.disk_dir` that holds this format's files: a later format gets a
 /// folder of its own rather than misreading these.
-const FORMAT_DIR: &str = "entries-v1";
+const FORMAT_DIR: &str = "entries-v2";
+
+/// Folders of earlier formats, removed at start-up: a cache can always be fetched again.
+const OLD_FORMAT_DIRS: &[&str] = &["entries-v1"];
 
 /// Why the disk tier could not be used, or one file of it.
 #[derive(Debug, thiserror::Error)]
@@ -124,22 +131,25 @@ struct Index {
 struct Slot {
     bytes: u64,
     used: u64,
+    /// The key's [`record::url_tag`], the second part of its file's name.
+    url: u32,
 }
 
 impl Index {
-    fn insert(&mut self, name: u64, bytes: u64) {
+    fn insert(&mut self, name: u64, url: u32, bytes: u64) {
         self.remove(name);
         self.tick += 1;
-        self.files.insert(name, Slot { bytes, used: self.tick });
+        self.files.insert(name, Slot { bytes, used: self.tick, url });
         self.by_use.insert((self.tick, name));
         self.bytes += bytes;
     }
 
-    fn remove(&mut self, name: u64) -> bool {
-        let Some(slot) = self.files.remove(&name) else { return false };
+    /// Takes `name` out, giving its URL tag (to name its file) when it was there.
+    fn remove(&mut self, name: u64) -> Option<u32> {
+        let slot = self.files.remove(&name)?;
         self.by_use.remove(&(slot.used, name));
         self.bytes -= slot.bytes;
-        true
+        Some(slot.url)
     }
 
     fn touch(&mut self, name: u64) {
@@ -177,6 +187,14 @@ impl Disk {
     pub fn open(dir: &Path, max_bytes: u64, max_queued: u64) -> Result<Disk, DiskError> {
         let root = dir.join(FORMAT_DIR);
         let open = |source| DiskError::Open { path: root.clone(), source };
+        for old in OLD_FORMAT_DIRS {
+            let old = dir.join(old);
+            if old.is_dir() {
+                if let Err(error) = std::fs::remove_dir_all(&old) {
+                    tracing::warn!(dir = %old.display(), %error, "an earlier format's cache folder could not be removed");
+                }
+            }
+        }
         std::fs::create_dir_all(&root).map_err(open)?;
         let mut found = Vec::new();
         for shard in std::fs::read_dir(&root).map_err(open)? {
@@ -194,14 +212,15 @@ impl Disk {
                     let _ = std::fs::remove_file(&path);
                     continue;
                 }
-                let (Ok(name), Ok(meta)) = (u64::from_str_radix(&name, 16), file.metadata()) else { continue };
-                found.push((meta.modified().unwrap_or(SystemTime::UNIX_EPOCH), name, meta.len()));
+                let Some((name, url)) = parse_name(&name) else { continue };
+                let Ok(meta) = file.metadata() else { continue };
+                found.push((meta.modified().unwrap_or(SystemTime::UNIX_EPOCH), name, url, meta.len()));
             }
         }
         found.sort_unstable();
         let mut index = Index::default();
-        for (_, name, bytes) in found {
-            index.insert(name, bytes);
+        for (_, name, url, bytes) in found {
+            index.insert(name, url, bytes);
         }
         let disk = Disk {
             root,
@@ -228,9 +247,10 @@ impl Disk {
         self.index.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Where the file of the key named `name` lives: 256 folders, so none grows huge.
-    pub fn path_of(&self, name: u64) -> PathBuf {
-        self.root.join(format!("{:02x}", name >> 56)).join(format!("{name:016x}"))
+    /// Where the file of the key named `name`, of a URL tagged `url`, lives: 256 folders, so
+    /// none grows huge.
+    pub fn path_of(&self, name: u64, url: u32) -> PathBuf {
+        self.root.join(format!("{:02x}", name >> 56)).join(format!("{name:016x}-{url:08x}"))
     }
 
     /// The entry under `key`, read on a blocking thread; `None` when there is none, or when
@@ -239,11 +259,9 @@ impl Disk {
     pub async fn read(self: &Arc<Self>, key: &Key) -> Option<Entry> {
         let key_bytes = record::key_bytes(key);
         let name = record::name(&key_bytes);
-        if !self.lock().files.contains_key(&name) {
-            return None;
-        }
+        let url = self.lock().files.get(&name)?.url;
         let disk = self.clone();
-        let read = tokio::task::spawn_blocking(move || disk.read_file(name)).await;
+        let read = tokio::task::spawn_blocking(move || disk.read_file(name, url)).await;
         let (found, entry) = match read {
             Ok(Ok(Some(pair))) => pair,
             Ok(Ok(None)) => return None,
@@ -264,8 +282,8 @@ impl Disk {
         Some(entry)
     }
 
-    fn read_file(&self, name: u64) -> Result<Option<(Key, Entry)>, DiskError> {
-        let path = self.path_of(name);
+    fn read_file(&self, name: u64, url: u32) -> Result<Option<(Key, Entry)>, DiskError> {
+        let path = self.path_of(name, url);
         let bytes = match std::fs::read(&path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -279,15 +297,13 @@ impl Disk {
 
     /// Removes the file of `name` and its index slot, on a blocking thread.
     fn forget(self: &Arc<Self>, name: u64) {
-        if !self.lock().remove(name) {
-            return;
-        }
+        let Some(url) = self.lock().remove(name) else { return };
         let disk = self.clone();
         tokio::task::spawn_blocking(move || {
             // Unless a write has put a new file in its place meanwhile (under the same lock).
             let index = disk.lock();
             if !index.files.contains_key(&name) {
-                let _ = std::fs::remove_file(disk.path_of(name));
+                let _ = std::fs::remove_file(disk.path_of(name, url));
             }
         });
     }
@@ -295,6 +311,17 @@ impl Disk {
     /// Drops the entry under `key`, if any (a stale entry about to be revalidated).
     pub fn remove(self: &Arc<Self>, key: &Key) {
         self.forget(record::name(&record::key_bytes(key)));
+    }
+
+    /// Drops every entry of `url` (as a cache key spells it), in every profile, coding and
+    /// variant: an unsafe request to it succeeded. Entries of another URL with the same tag
+    /// (one in four billion) go too, which costs a fetch.
+    pub fn remove_url(self: &Arc<Self>, url: &str) {
+        let tag = record::url_tag(url);
+        let names: Vec<u64> = self.lock().files.iter().filter(|(_, slot)| slot.url == tag).map(|(name, _)| *name).collect();
+        for name in names {
+            self.forget(name);
+        }
     }
 
     /// Writes `entry` under `key` in the background; skipped (and counted) when the writes
@@ -308,12 +335,13 @@ impl Disk {
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
         let key_bytes = record::key_bytes(key);
+        let url = record::url_tag(&key.base.url);
         let disk = self.clone();
         runtime.spawn(async move {
             // The semaphore is never closed, so acquiring only waits.
             let permit = disk.writers.acquire().await;
             let writer = disk.clone();
-            let written = tokio::task::spawn_blocking(move || writer.write_file(&key_bytes, &entry)).await;
+            let written = tokio::task::spawn_blocking(move || writer.write_file(&key_bytes, url, &entry)).await;
             drop(permit);
             disk.queued.fetch_sub(bytes, Ordering::AcqRel);
             match written {
@@ -332,10 +360,10 @@ impl Disk {
     /// Writes the record to a temporary file, renames it into place and indexes it, then
     /// evicts past the bound. The rename and the index change happen under one lock, so the
     /// index never names a file another write or an eviction has just replaced.
-    fn write_file(&self, key_bytes: &[u8], entry: &Entry) -> Result<(), DiskError> {
+    fn write_file(&self, key_bytes: &[u8], url: u32, entry: &Entry) -> Result<(), DiskError> {
         let name = record::name(key_bytes);
         let record = record::encode(key_bytes, entry);
-        let path = self.path_of(name);
+        let path = self.path_of(name, url);
         let io = |path: &Path| {
             let path = path.to_owned();
             move |source| DiskError::Io { path, source }
@@ -355,7 +383,7 @@ impl Disk {
             let _ = std::fs::remove_file(&temp);
             return Err(DiskError::Io { path, source });
         }
-        index.insert(name, record.len() as u64);
+        index.insert(name, url, record.len() as u64);
         self.evict(&mut index, name);
         Ok(())
     }
@@ -364,8 +392,8 @@ impl Disk {
     fn evict(&self, index: &mut Index, keep: u64) {
         while index.bytes > self.max_bytes {
             let Some(victim) = index.oldest_but(keep) else { return };
-            index.remove(victim);
-            let _ = std::fs::remove_file(self.path_of(victim));
+            let Some(url) = index.remove(victim) else { return };
+            let _ = std::fs::remove_file(self.path_of(victim, url));
             self.counters.evictions.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -388,6 +416,15 @@ impl Disk {
             max_bytes: self.max_bytes,
         }
     }
+}
+
+/// A file's name, `{key name:016x}-{url tag:08x}`, read back; `None` for any other file.
+fn parse_name(file: &str) -> Option<(u64, u32)> {
+    let (name, url) = file.split_once('-')?;
+    if name.len() != 16 || url.len() != 8 {
+        return None;
+    }
+    Some((u64::from_str_radix(name, 16).ok()?, u32::from_str_radix(url, 16).ok()?))
 }
 
 /// Opens the disk tier, or says why not and runs without it: a cache folder that cannot be

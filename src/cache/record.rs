@@ -78,6 +78,12 @@ pub fn name(key_bytes: &[u8]) -> u64 {
     key_bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
 }
 
+/// A stable 32-bit tag for a URL as a cache key spells it (the high half of its FNV-1a
+/// [`name`]): the part of a file's name that finds every entry of one URL.
+pub fn url_tag(url: &str) -> u32 {
+    (name(url.as_bytes()) >> 32) as u32
+}
+
 /// The record of `entry` under `key` (whose [`key_bytes`] are `key`).
 pub fn encode(key: &[u8], entry: &Entry) -> Vec<u8> {
     let policy = serde_json::to_vec(&entry.policy).unwrap_or_default();
