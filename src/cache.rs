@@ -167,8 +167,10 @@ impl Key {
     }
 }
 
+/// The request's values of the `Vary` names, each in its own allocation: a key is kept as
+/// long as its entry ([`fields::detached`]).
 fn vary_values(names: &[HeaderName], request: &HeaderMap) -> Vec<(HeaderName, Vec<HeaderValue>)> {
-    names.iter().map(|n| (n.clone(), request.get_all(n).iter().cloned().collect())).collect()
+    names.iter().map(|n| (n.clone(), request.get_all(n).iter().map(fields::detached_value).collect())).collect()
 }
 
 /// Whose bytes an entry keeps, which decides what a 304 may change in it and how `Vary`
@@ -235,7 +237,8 @@ struct Validators {
 
 impl Validators {
     fn of(headers: &HeaderMap) -> Validators {
-        Validators { etag: headers.get(header::ETAG).cloned(), last_modified: headers.get(header::LAST_MODIFIED).cloned() }
+        let copy = |name| headers.get(name).map(fields::detached_value);
+        Validators { etag: copy(header::ETAG), last_modified: copy(header::LAST_MODIFIED) }
     }
 
     fn is_empty(&self) -> bool {
@@ -335,6 +338,8 @@ impl Entry {
         }
         let not_modified = &with_validators;
         let head = Head { status: StatusCode::NOT_MODIFIED, headers: not_modified };
+        // The new policy keeps the request's headers: copies of their own ([`fields::detached`]).
+        let ask = &Ask { method: ask.method.clone(), uri: ask.uri.clone(), headers: fields::detached(&ask.headers) };
         let AfterResponse::NotModified(policy, _) = self.policy.after_response(ask, &head, now) else {
             return Err(RefreshError::ValidatorMismatch { etag: not_modified.get(header::ETAG).cloned() });
         };
@@ -875,16 +880,16 @@ mod tests {
     #[test]
     fn a_pending_entry_has_room_for_its_body() {
         let origin = headers(&[("cache-control", "max-age=60")]);
-        let pending = admit_head(&ask(&[]), (StatusCode::OK, &origin), origin.clone(), Form::Origin, 4096, SystemTime::now()).unwrap();
+        let pending = admit_head(&ask(&[]), (StatusCode::OK, &origin), origin.clone(), Form::Origin, 16384, SystemTime::now()).unwrap();
         let room = pending.room();
-        assert!(room > 0 && room < 4096, "{room}");
+        assert!(room > 0 && room < 16384, "{room}");
         let entry = pending.finish(Bytes::from(vec![b'x'; room as usize])).expect("fits exactly");
-        assert_eq!(u64::from(entry.weight()), 4096);
-        let pending = admit_head(&ask(&[]), (StatusCode::OK, &origin), origin.clone(), Form::Origin, 4096, SystemTime::now()).unwrap();
+        assert_eq!(u64::from(entry.weight()), 16384);
+        let pending = admit_head(&ask(&[]), (StatusCode::OK, &origin), origin.clone(), Form::Origin, 16384, SystemTime::now()).unwrap();
         assert!(matches!(pending.finish(Bytes::from(vec![b'x'; room as usize + 1])), Err(Refusal::TooLarge { .. })));
-        let stated = headers(&[("cache-control", "max-age=60"), ("content-length", "5000")]);
-        let refused = admit_head(&ask(&[]), (StatusCode::OK, &stated), stated.clone(), Form::Origin, 4096, SystemTime::now());
-        assert!(matches!(refused, Err(Refusal::TooLarge { bytes }) if bytes > 5000));
+        let stated = headers(&[("cache-control", "max-age=60"), ("content-length", "20000")]);
+        let refused = admit_head(&ask(&[]), (StatusCode::OK, &stated), stated.clone(), Form::Origin, 16384, SystemTime::now());
+        assert!(matches!(refused, Err(Refusal::TooLarge { bytes }) if bytes > 20000));
     }
 
     /// RFC 9111 §3.2: a 304 replaces the origin's own fields of a streamed-through response,

@@ -99,7 +99,9 @@ pub fn admit_head(ask: &Ask, origin: (StatusCode, &HeaderMap), served: HeaderMap
         return Err(Refusal::Credentials);
     }
     let read = fields::for_policy(headers);
-    let policy = CachePolicy::new_options(ask, &Head { status, headers: &read }, now, CacheOptions::default());
+    // The policy keeps the request's headers: copies of their own, as for everything kept.
+    let request = Ask { method: ask.method.clone(), uri: ask.uri.clone(), headers: fields::detached(&ask.headers) };
+    let policy = CachePolicy::new_options(&request, &Head { status, headers: &read }, now, CacheOptions::default());
     if !policy.is_storable() {
         return Err(Refusal::Policy);
     }
@@ -115,16 +117,30 @@ pub fn admit_head(ask: &Ask, origin: (StatusCode, &HeaderMap), served: HeaderMap
     }
     let clock = Clock::of(&policy, now);
     let weight = u32::try_from(head_bytes).unwrap_or(u32::MAX);
-    let entry = Entry { status, headers: served, body: Bytes::new(), form, policy, validators, vary: vary.into(), weight, made: Instant::now(), clock };
+    let entry = Entry { status, headers: fields::detached(&served), body: Bytes::new(), form, policy, validators, vary: vary.into(), weight, made: Instant::now(), clock };
     Ok(Pending { entry, head_bytes, max_entry_bytes })
 }
 
-/// The entry's footprint: the body, the served headers, and the copies of the request and
-/// origin headers the policy keeps, plus a fixed allowance for the structures around them.
+/// The entry's footprint in memory: the body, the served headers, and the copies of the
+/// request and origin headers the policy keeps, plus the structures around them. Each field
+/// costs its bytes and a slot of its map, its value an allocation of its own; each map, its
+/// index; the entry, its key and the cache's bookkeeping. The allowances were measured
+/// (`scripts/cache-memory.sh`): with them a full memory tier stays near `cache.max_bytes`.
 fn weigh(ask: &Ask, origin: &HeaderMap, served: &HeaderMap, body: usize) -> u64 {
-    let size = |h: &HeaderMap| h.iter().map(|(k, v)| k.as_str().len() + v.len() + 16).sum::<usize>();
-    (body + size(origin) + size(served) + size(&ask.headers) + 2 * ask.uri.to_string().len() + 512) as u64
+    let size = |h: &HeaderMap| MAP_BYTES + h.iter().map(|(k, v)| k.as_str().len() + v.len() + FIELD_BYTES).sum::<usize>();
+    (body + size(origin) + size(served) + size(&ask.headers) + 2 * ask.uri.to_string().len() + ENTRY_BYTES) as u64
 }
+
+/// What one header field costs beyond its name and value: its slot in the map and its value's
+/// allocation.
+const FIELD_BYTES: usize = 96;
+
+/// What one header map costs beyond its fields: its index and spare capacity.
+const MAP_BYTES: usize = 256;
+
+/// What an entry costs beyond its body and header maps: the key, the policy's other fields,
+/// and the cache's own bookkeeping.
+const ENTRY_BYTES: usize = 4096;
 
 /// The request headers a response varies on, lowercase and in order; `None` for `Vary: *`.
 /// For a rewritten page Accept-Encoding is left out: pith encodes the page itself, for the

@@ -131,6 +131,9 @@ pub async fn respond_outcome(state: &State, ex: &Exchange<'_>, resp: Response<In
     rewrite_headers(&mut parts.headers, &page, coding, body.len(), ex.profile, state);
     drop(page);
     hold.shrink_to(body.len() as u64);
+    // The encoders leave up to half of the buffer unused; a kept page would keep it all.
+    let mut body = body;
+    body.shrink_to_fit();
     Ok(Outcome::Rewritten(Rewritten { parts, body: Bytes::from(body), origin_bytes, hold }))
 }
 
