@@ -100,7 +100,7 @@ pub enum Outcome {
 /// Like [`respond`], but a rewritten page comes back as its parts and bytes, for the cache.
 pub async fn respond_outcome(state: &State, ex: &Exchange<'_>, resp: Response<Incoming>) -> Result<Outcome, ProxyError> {
     let idle = state.config.upstream.body_idle_timeout;
-    let Some(plan) = plan(ex, &resp, state.config.limits.max_rewrite_bytes) else {
+    let Some(plan) = plan(ex.method, ex.profile, resp.status(), resp.headers(), state.config.limits.max_rewrite_bytes) else {
         let resp = resp.map(|body| bodies::stream(body, idle));
         return Ok(Outcome::Passed(pass(state, resp, Vec::new(), Action::Pass, None)));
     };
@@ -125,13 +125,20 @@ pub async fn respond_outcome(state: &State, ex: &Exchange<'_>, resp: Response<In
     let origin_bytes = raw.iter().map(|b| b.len() as u64).sum();
     // The decoded page is all that rewriting needs.
     drop(raw);
-    let content_type = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
-    let coding = codec::choose_encoding(ex.accept_encoding.as_ref().and_then(|v| v.to_str().ok()));
-    let (page, body) = transform(ex.profile, decoded, content_type, coding, ex.host, ex.url).await?;
-    rewrite_headers(&mut parts.headers, &page, coding, body.len(), ex.profile, state);
-    drop(page);
+    let body = rewrite(state, ex, &mut parts.headers, decoded).await?;
     hold.shrink_to(body.len() as u64);
     Ok(Outcome::Rewritten(Rewritten { parts, body: Bytes::from(body), origin_bytes, hold }))
+}
+
+/// Rewrites a whole decoded page for the client of `ex`: the pipeline in the profile's form,
+/// the body encoded as the client accepts, `headers` (the origin's) made to match. The step
+/// after reading a page, shared by the proxy and the ICAP service ([`super::icap`]).
+pub async fn rewrite(state: &State, ex: &Exchange<'_>, headers: &mut HeaderMap, decoded: Vec<u8>) -> Result<Vec<u8>, ProxyError> {
+    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let coding = codec::choose_encoding(ex.accept_encoding.as_ref().and_then(|v| v.to_str().ok()));
+    let (page, body) = transform(ex.profile, decoded, content_type, coding, ex.host, ex.url).await?;
+    rewrite_headers(headers, &page, coding, body.len(), ex.profile, state);
+    Ok(body)
 }
 
 /// Says in `x-pith` that a page passed through unrewritten for want of memory.
@@ -151,22 +158,23 @@ fn expected_size(plan: &Plan, body: &Incoming, limit: u64) -> u64 {
 }
 
 /// How a response will be rewritten; `None` means it passes through.
-struct Plan {
-    codings: Vec<Coding>,
-    /// No Content-Type: look at the first bytes before deciding it is HTML.
-    sniff: bool,
+pub struct Plan {
+    /// The content-codings to undo, in the order applied.
+    pub codings: Vec<Coding>,
+    /// No Content-Type: look at the first bytes ([`looks_like_html`]) before deciding it is HTML.
+    pub sniff: bool,
 }
 
-fn plan(ex: &Exchange<'_>, resp: &Response<Incoming>, limit: u64) -> Option<Plan> {
-    let status = resp.status();
-    let untouchable = ex.profile.is_pass()
-        || *ex.method == Method::HEAD
+/// Whether a response to `method` with `status` and `headers` is read to be rewritten for
+/// `profile`, and how: the one decision the proxy and the ICAP service both obey.
+pub fn plan(method: &Method, profile: &Profile, status: StatusCode, headers: &HeaderMap, limit: u64) -> Option<Plan> {
+    let untouchable = profile.is_pass()
+        || *method == Method::HEAD
         || status.is_informational()
         || matches!(status, StatusCode::NO_CONTENT | StatusCode::NOT_MODIFIED | StatusCode::PARTIAL_CONTENT);
     if untouchable {
         return None;
     }
-    let headers = resp.headers();
     let sniff = match headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()) {
         Some(ct) if is_html_type(ct) => false,
         Some(_) => return None,
@@ -189,7 +197,7 @@ fn is_html_type(content_type: &str) -> bool {
 }
 
 /// The HTML signatures of the WHATWG MIME sniffing standard, after leading whitespace.
-fn looks_like_html(prefix: &[u8]) -> bool {
+pub fn looks_like_html(prefix: &[u8]) -> bool {
     const TAGS: [&[u8]; 17] = [
         b"<!doctype html", b"<html", b"<head", b"<script", b"<iframe", b"<h1", b"<div", b"<font", b"<table", b"<a",
         b"<style", b"<title", b"<b", b"<body", b"<br", b"<p", b"<!--",
@@ -204,7 +212,7 @@ fn looks_like_html(prefix: &[u8]) -> bool {
 }
 
 /// Bytes of decoded prefix looked at when sniffing.
-const SNIFF_BYTES: usize = 512;
+pub const SNIFF_BYTES: usize = 512;
 
 enum Collected {
     /// The whole page, as read and decoded.
