@@ -190,7 +190,7 @@ mod tests {
 
     #[test]
     fn ieof_is_seen() {
-        assert_eq!(decode_all(b"3\r\nabc\r\n0; ieof\r\n\r\n", 100).unwrap().unwrap().1, true);
+        assert!(decode_all(b"3\r\nabc\r\n0; ieof\r\n\r\n", 100).unwrap().unwrap().1);
         assert_eq!(decode_all(b"0;ieof\r\n\r\n", 100).unwrap().unwrap(), (Vec::new(), true, 10));
     }
 

@@ -123,6 +123,15 @@ fn settings(state: &State, index: usize, bound: &Arc<IcapConfig>) -> Arc<IcapCon
     }
 }
 
+fn method_name(method: &Method) -> &str {
+    match method {
+        Method::Options => "OPTIONS",
+        Method::Respmod => "RESPMOD",
+        Method::Reqmod => "REQMOD",
+        Method::Other(m) => m,
+    }
+}
+
 /// Why a connection stops serving.
 #[derive(Debug)]
 enum Failure {
@@ -163,11 +172,23 @@ struct Conn {
     /// Set once a final answer to the current request has started: a failure after it can
     /// only close the connection.
     answering: bool,
+    /// What the current request came to, for its log line.
+    note: Note,
+}
+
+/// The access-log fields of one ICAP request that only its handling knows.
+#[derive(Debug, Default)]
+struct Note {
+    /// The encapsulated request's URL.
+    url: String,
+    /// What pith did: `rewrite`, `pass`, `too-large`, `over-budget`, `error`; empty for
+    /// requests that carry no response.
+    action: &'static str,
 }
 
 impl Conn {
     fn new(stream: TcpStream, client: SocketAddr, index: usize, bound: Arc<IcapConfig>, live: Arc<Live>, counters: Arc<Counters>) -> Conn {
-        Conn { stream, buf: BytesMut::new(), client, index, bound, live, counters, istag: None, answering: false }
+        Conn { stream, buf: BytesMut::new(), client, index, bound, live, counters, istag: None, answering: false, note: Note::default() }
     }
 
     /// Takes a connection slot (or answers 503), then serves until the client closes, a
@@ -198,6 +219,7 @@ impl Conn {
     async fn serve(mut self) {
         loop {
             self.answering = false;
+            self.note = Note::default();
             let state = self.live.current();
             let head = match self.read_head(&state).await {
                 Ok(Some(head)) => head,
@@ -211,7 +233,15 @@ impl Conn {
                 Method::Reqmod | Method::Other(_) => self.skip_and_answer(&state, &head, 405, "Method Not Allowed").await,
             };
             match result {
-                Ok(status) => tracing::debug!(client = %self.client, method = ?head.method, uri = head.uri, status, ms = started.elapsed().as_millis() as u64, "icap"),
+                Ok(status) => tracing::info!(
+                    target: "pith::icap",
+                    client = %self.client,
+                    method = method_name(&head.method),
+                    url = self.note.url,
+                    status,
+                    action = self.note.action,
+                    ms = started.elapsed().as_millis() as u64,
+                ),
                 Err(failure) => return self.fail(failure, Some(&head)).await,
             }
             if head.close {

@@ -52,29 +52,31 @@ impl Conn {
         self.counters.respmod.fetch_add(1, Ordering::Relaxed);
         let (mut msg, req) = self.read_heads(state, head).await?;
         let profile = settings(state, self.index, &self.bound).profile.clone();
-        let (method, url, host) = request_of(req.as_ref(), &msg.res);
+        let (method, url, host) = request_of(req.as_ref());
+        self.note.url.clone_from(&url);
         let accept_encoding = req.as_ref().and_then(|r| r.headers.get(header::ACCEPT_ENCODING).cloned());
         let ex = Exchange { method: &method, host: &host, url: &url, accept_encoding, profile: &profile };
         let limit = state.config.limits.max_rewrite_bytes;
         let status = StatusCode::from_u16(msg.res.status).map_err(|_| IcapError::HttpHead { why: "the status code is out of range" })?;
         let planned = msg.has_body.then(|| plan(&method, &profile, status, &msg.res.headers, limit)).flatten();
-        let Some(planned) = planned else { return self.unchanged(state, &mut msg, Vec::new(), "pass", &url).await };
+        let Some(planned) = planned else { return self.unchanged(state, &mut msg, Vec::new(), "pass").await };
         let (decoded, hold) = match self.collect(state, &mut msg, &planned, &profile, &url).await? {
             Collected::Whole { decoded, hold } => (decoded, hold),
-            Collected::Stopped { raw, why } => return self.unchanged(state, &mut msg, raw, why, &url).await,
+            Collected::Stopped { raw, why } => return self.unchanged(state, &mut msg, raw, why).await,
         };
         let mut headers = std::mem::take(&mut msg.res.headers);
         match respond::rewrite(state, &ex, &mut headers, decoded).await {
             Ok(body) => {
                 self.counters.rewritten.fetch_add(1, Ordering::Relaxed);
+                self.note.action = "rewrite";
                 let sent = self.answer_rewritten(status, &headers, &body).await;
                 drop(hold);
-                tracing::debug!(url, bytes = body.len(), "icap: rewritten");
                 sent
             }
             Err(e) => {
                 // The body was read whole: a 204 hands the client back its own copy.
                 tracing::warn!(url, error = %e, "icap: the page could not be rewritten; left alone");
+                self.note.action = "error";
                 if msg.allow_204 || msg.in_preview {
                     self.answer_status(204, "No Content", false).await
                 } else {
@@ -189,8 +191,8 @@ impl Conn {
     /// Answers a response pith leaves alone: `204` when the client allows it (always during a
     /// preview), after reading what it still sends; else the response echoed as it came,
     /// `raw` (the body read so far) and then the rest as it arrives.
-    async fn unchanged(&mut self, state: &State, msg: &mut Message, raw: Vec<Bytes>, why: &str, url: &str) -> Result<u16, Failure> {
-        tracing::debug!(url, why, "icap: left alone");
+    async fn unchanged(&mut self, state: &State, msg: &mut Message, raw: Vec<Bytes>, why: &'static str) -> Result<u16, Failure> {
+        self.note.action = why;
         if msg.in_preview {
             while !msg.done && !msg.preview_ended {
                 match self.next_piece(&mut msg.parser, state).await? {
@@ -224,15 +226,10 @@ impl Conn {
         if !msg.has_body {
             return Ok(200);
         }
-        loop {
-            match self.next_body_piece(state, msg).await? {
-                Piece::Data(data) => {
-                    let mut out = Vec::with_capacity(data.len() + 12);
-                    encode_chunk(&data, &mut out);
-                    self.send(&out).await?;
-                }
-                Piece::End { .. } => break,
-            }
+        while let Piece::Data(data) = self.next_body_piece(state, msg).await? {
+            let mut out = Vec::with_capacity(data.len() + 12);
+            encode_chunk(&data, &mut out);
+            self.send(&out).await?;
         }
         self.send(LAST_CHUNK).await?;
         Ok(200)
@@ -266,8 +263,7 @@ fn stopped(mut raw: Vec<Bytes>, chunk: Bytes, why: &'static str) -> Collected {
 /// The request a response answers, from the encapsulated request head: its method (GET when
 /// the client sent none), its absolute URL (an origin-form target gets `http://` and the
 /// Host), and its host.
-fn request_of(req: Option<&HttpHead>, res: &HttpHead) -> (Method, String, String) {
-    let _ = res;
+fn request_of(req: Option<&HttpHead>) -> (Method, String, String) {
     let Some(req) = req else { return (Method::GET, String::new(), String::new()) };
     let method = Method::from_bytes(req.method.as_bytes()).unwrap_or(Method::GET);
     let host_header = req.headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
