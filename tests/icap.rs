@@ -249,6 +249,52 @@ async fn a_page_is_rewritten_after_its_preview_and_the_connection_persists() {
     assert_eq!((pith.respmods(), pith.counters.rewritten.load(Ordering::Relaxed)), (1, 1));
 }
 
+/// CLUTTERED padded to about `kib` KiB.
+pub fn long_page(kib: usize) -> String {
+    CLUTTERED.replace("</body>", &format!("<p>{}</p></body>", "Long text stays. ".repeat(kib * 60)))
+}
+
+#[tokio::test]
+async fn a_long_page_gets_its_head_before_it_is_read_whole() {
+    let pith = IcapPith::start("", "").await;
+    let page = long_page(100);
+    let mut c = Client::connect(pith.icap[0]).await;
+    c.send(&respmod(REQ, &html_head(page.len()), page.as_bytes(), None, true)).await;
+    let a = c.read().await;
+    assert_eq!(a.status, 200);
+    let head = a.http_head.to_ascii_lowercase();
+    assert!(!head.contains("content-length"), "the length is not known when the head goes: {head}");
+    assert!(head.contains("content-type: text/html; charset=utf-8") && head.contains("x-pith: profile=declutter"), "{head}");
+    let html = String::from_utf8(a.body).expect("UTF-8");
+    assert!(html.contains("Long text stays."));
+    assert_decluttered(&html);
+    c.send(b"OPTIONS icap://127.0.0.1/respmod ICAP/1.0\r\n\r\n").await;
+    assert_eq!(c.read().await.status, 200, "the connection persists");
+}
+
+#[tokio::test]
+async fn a_long_page_found_too_large_after_its_head_is_cut_short() {
+    let pith = IcapPith::start("", "[limits]\nmax_rewrite_bytes = 50000\n").await;
+    let page = long_page(100);
+    // No Content-Length: the size is found while reading, after the head went.
+    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n";
+    let mut c = Client::connect(pith.icap[0]).await;
+    c.send(&respmod(REQ, head, page.as_bytes(), None, true)).await;
+    let icap_head = read_lines(&mut c.reader).await;
+    assert!(icap_head.starts_with("ICAP/1.0 200 OK\r\n"), "{icap_head}");
+    read_lines(&mut c.reader).await;
+    // Read to the close (or reset: pith closes with the rest of the request unread).
+    let mut rest = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        match tokio::time::timeout(GUARD, c.reader.read(&mut buf)).await.expect("closed within the guard time") {
+            Ok(0) | Err(_) => break,
+            Ok(n) => rest.extend_from_slice(&buf[..n]),
+        }
+    }
+    assert!(!rest.ends_with(b"0\r\n\r\n"), "a cut-short answer must not end cleanly");
+}
+
 #[tokio::test]
 async fn a_page_whole_in_its_preview_needs_no_continue() {
     let pith = IcapPith::start("", "").await;

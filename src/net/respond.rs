@@ -393,25 +393,8 @@ fn process(profile: &Profile, doc: &[u8], content_type: Option<&str>, url: &str)
 /// Headers of a rewritten page: new type, coding and length; validators weakened, because
 /// the bytes are no longer the origin's.
 fn rewrite_headers(headers: &mut HeaderMap, page: &pipeline::Page, coding: Coding, len: usize, profile: &Profile, state: &State) {
-    strip_response_hop_by_hop(headers, state);
-    for name in [header::CONTENT_LENGTH, header::CONTENT_ENCODING, header::ACCEPT_RANGES, header::CONTENT_RANGE] {
-        headers.remove(name);
-    }
-    headers.remove("content-md5");
-    headers.remove("digest");
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(page.content_type));
+    rewritten_head(headers, page.content_type, coding, state);
     headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
-    if coding != Coding::Identity {
-        headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(coding.as_str()));
-    }
-    if !varies_on_encoding(headers) {
-        headers.append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
-    }
-    if let Some(etag) = headers.get(header::ETAG).and_then(|v| v.to_str().ok()).filter(|e| !e.starts_with("W/")) {
-        if let Ok(weak) = HeaderValue::from_str(&format!("W/{etag}")) {
-            headers.insert(header::ETAG, weak);
-        }
-    }
     let mut summary = format!(
         "profile={}; removed-elements={}; removed-attributes={}; charset={}{}",
         profile.name,
@@ -436,6 +419,32 @@ fn rewrite_headers(headers: &mut HeaderMap, page: &pipeline::Page, coding: Codin
     if let Some(fallback) = page.fallback_header() {
         if let Ok(v) = HeaderValue::from_str(&fallback) {
             headers.insert("x-pith-fallback", v);
+        }
+    }
+}
+
+/// The headers of a rewritten page that do not depend on what the rewriting found: hop-by-hop
+/// fields and what described the origin's bytes (length, coding, ranges, digests) gone; the new
+/// type and coding; `Vary: Accept-Encoding`; validators weakened. The ICAP service sends them
+/// alone (with no length) when it must answer before it has read a long page whole
+/// ([`super::icap`]).
+pub fn rewritten_head(headers: &mut HeaderMap, content_type: &'static str, coding: Coding, state: &State) {
+    strip_response_hop_by_hop(headers, state);
+    for name in [header::CONTENT_LENGTH, header::CONTENT_ENCODING, header::ACCEPT_RANGES, header::CONTENT_RANGE] {
+        headers.remove(name);
+    }
+    headers.remove("content-md5");
+    headers.remove("digest");
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    if coding != Coding::Identity {
+        headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(coding.as_str()));
+    }
+    if !varies_on_encoding(headers) {
+        headers.append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+    }
+    if let Some(etag) = headers.get(header::ETAG).and_then(|v| v.to_str().ok()).filter(|e| !e.starts_with("W/")) {
+        if let Ok(weak) = HeaderValue::from_str(&format!("W/{etag}")) {
+            headers.insert(header::ETAG, weak);
         }
     }
 }

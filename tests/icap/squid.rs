@@ -161,6 +161,21 @@ async fn a_page_through_squid_comes_back_decluttered_and_is_served_again_from_sq
 }
 
 #[tokio::test]
+async fn a_long_page_through_squid_comes_back_decluttered() {
+    let pith = IcapPith::start("", "").await;
+    let squid = Squid::start(&pith.icap, "").await;
+    // Past Squid's 64 KiB buffer: pith must answer before it has the page whole.
+    let page = super::long_page(300);
+    let origin = Origin::new().route("/long", move |_| reply(&[("content-type", "text/html")], page.clone())).run().await;
+    let resp = squid.client().get(origin.url("/long")).send().await.expect("a response through squid");
+    assert_eq!(resp.status(), 200, "{}", squid.logs());
+    let html = resp.text().await.expect("a whole body");
+    assert!(html.matches("Long text stays.").count() == 300 * 60, "every paragraph kept");
+    assert_decluttered(&html);
+    assert_eq!(pith.counters.rewritten.load(std::sync::atomic::Ordering::Relaxed), 1);
+}
+
+#[tokio::test]
 async fn binaries_through_squid_are_byte_identical() {
     let pith = IcapPith::start("", "").await;
     let squid = Squid::start(&pith.icap, "").await;

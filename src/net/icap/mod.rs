@@ -9,9 +9,12 @@
 //! coding it cannot undo) is answered `204 No Content`, right after the preview when the
 //! headers decide it, so Squid serves its own copy and the body never travels twice. Only
 //! when the client neither previews nor allows 204 is the response echoed back as it came.
+//! A page longer than Squid buffers gets its answer's head before it is read whole
+//! ([`respmod`]: Squid stops reading the origin until the answer begins).
 //!
 //! Connections are persistent and share the proxy's bounds: `limits.max_connections` slots
-//! (advertised as `Max-Connections`), the request-head size, field count and read timeout, the
+//! (advertised as `Max-Connections`; not `max_connections_per_client`, since an ICAP client
+//! is one proxy with many connections), the request-head size, field count and read timeout, the
 //! body idle timeout (`upstream.body_idle_timeout`, Squid standing in for the origin), the
 //! write timeout, and the shutdown drain. A malformed head, a lying chunk size or an
 //! `Encapsulated` offset that does not fit gets `400 Bad Request`, a log line, and the
@@ -143,6 +146,9 @@ enum Failure {
     Closed,
     /// A read or write failed.
     Io(std::io::Error),
+    /// A page whose head went early could not be rewritten after all (`too-large`,
+    /// `over-budget`, `pass` for a coding that fails, `error`): its answer is cut short.
+    Abandoned(&'static str),
 }
 
 impl From<IcapError> for Failure {
@@ -264,6 +270,12 @@ impl Conn {
             Failure::Timeout(what) => tracing::debug!(client = %self.client, uri, "ICAP client silent too long {what}; closed"),
             Failure::Closed => tracing::debug!(client = %self.client, uri, "ICAP client closed the connection mid-message"),
             Failure::Io(e) => tracing::debug!(client = %self.client, uri, error = %e, "ICAP connection failed"),
+            Failure::Abandoned(why) => tracing::warn!(
+                client = %self.client,
+                url = self.note.url,
+                why,
+                "icap: a page whose head was sent could not be rewritten; its answer is cut short and the connection closed"
+            ),
         }
     }
 
