@@ -10,7 +10,7 @@
 //! headers decide it, so Squid serves its own copy and the body never travels twice. Only
 //! when the client neither previews nor allows 204 is the response echoed back as it came.
 //! A page longer than Squid buffers gets its answer's head before it is read whole
-//! ([`respmod`]: Squid stops reading the origin until the answer begins).
+//! (`respmod.rs`: Squid stops reading the origin until the answer begins).
 //!
 //! Connections are persistent and share the proxy's bounds: `limits.max_connections` slots
 //! (advertised as `Max-Connections`; not `max_connections_per_client`, since an ICAP client
@@ -20,7 +20,7 @@
 //! `Encapsulated` offset that does not fit gets `400 Bad Request`, a log line, and the
 //! connection closed: after a framing error nothing that follows can be trusted.
 //!
-//! [`respmod`] has the steps of one `RESPMOD`; this file the accept loop, the connection's
+//! `respmod.rs` has the steps of one `RESPMOD`; this file the accept loop, the connection's
 //! reading and writing, and `OPTIONS`.
 
 mod respmod;
