@@ -8,7 +8,7 @@
 #                  -s none`), with a 120 s per-input timeout instead of 30 s; see below
 #   --secs N       seconds per target (default 180)
 #   --keep-corpus  grow fuzz/corpus/TARGET (kept between runs) instead of a temporary corpus
-#   TARGET...      some of: stage1 tree decode config pipeline head config_values (default: all,
+#   TARGET...      some of: stage1 tree decode config pipeline head config_values icap (default: all,
 #                  one after another)
 #
 # cargo-fuzz is installed if missing. The targets need nightly-only compiler flags; on a stable
@@ -30,7 +30,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ALL_TARGETS=(stage1 tree decode config pipeline head config_values)
+ALL_TARGETS=(stage1 tree decode config pipeline head config_values icap)
 secs=180
 keep=false
 dev=false

@@ -33,6 +33,18 @@
 #                $CARGO_TARGET_DIR when that is set, as cargo would)
 #   --page-age D days to date the origin's pages back when this script starts the origin
 #                (default 30; 0 leaves them dated now)
+#   --binary PATH  measure this pith binary and build nothing (e.g. a debug build, to check
+#                the script itself; its figures are not pith's)
+#   --icap       also measure Squid with ICAP services (opt-in; installs squid and c-icap with
+#                apt-get when missing): `squid-pith-icap` (Squid on 127.0.0.1:18114, no cache,
+#                every response sent to a pith [[icap]] service with profile `declutter`),
+#                `squid-pith-204` (18115: the same with profile `pass`, so every answer is 204:
+#                pith's ICAP overhead on untouched responses), `squid-cicap-echo` (18116: c-icap's
+#                echo service instead of pith), beside `squid` alone (the harness's Squid, no
+#                cache) and pith standalone (`pith-declutter`, cache off). Each Squid+ICAP peer
+#                is one command (scripts/perf-icap.sh) whose process tree, Squid and the ICAP
+#                server both, is what the CPU and RSS columns count. Compare rewritten pages per
+#                second per core as req/s ÷ (CPU % ÷ 100). ICAP services listen on 18121-18123.
 #
 # Needs nginx, wrk, curl, openssl and python3; nginx and wrk (and curl, openssl) are installed
 # with apt-get when missing (needs root or sudo). Everything listens on 127.0.0.1 only, and every
@@ -52,6 +64,8 @@ cache_port=18113
 variants="pass declutter cache"
 page_age=30
 build=1
+icap=0
+binary=""
 
 reps=3
 secs=10
@@ -72,7 +86,9 @@ while [ $# -gt 0 ]; do
         --pith) variants=$2; shift 2;;
         --page-age) page_age=$2; shift 2;;
         --no-build) build=0; shift;;
-        -h|--help) sed -n '2,43p' "$0"; exit 0;;
+        -h|--help) sed -n '2,56p' "$0"; exit 0;;
+        --binary) binary=$2; build=0; shift 2;;
+        --icap) icap=1; shift;;
         *) echo "perf.sh: unknown argument $1 (see --help)" >&2; exit 2;;
     esac
 done
@@ -90,8 +106,9 @@ done
 
 # The origin and the client come from Debian packages; install them when they are missing.
 install_tools() {
-    local missing=() tool
-    for tool in nginx wrk curl openssl; do
+    local missing=() tool tools=(nginx wrk curl openssl)
+    [ "$icap" = 0 ] || tools+=(squid c-icap)
+    for tool in "${tools[@]}"; do
         command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] || missing+=("$tool")
     done
     [ ${#missing[@]} -eq 0 ] && return 0
@@ -124,6 +141,11 @@ for peer in $peers; do
     fi
 done
 peers=$kept
+if [ "$icap" = 1 ]; then
+    # Squid alone and pith standalone are the references of the ICAP runs.
+    [[ " $peers " == *" squid "* ]] || peers="$peers squid"
+    [[ " $variants " == *" declutter "* ]] || variants="$variants declutter"
+fi
 
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 for port in "$pass_port" "$declutter_port" "$cache_port"; do
@@ -135,7 +157,7 @@ for port in "$pass_port" "$declutter_port" "$cache_port"; do
 done
 
 [ "$build" = 0 ] || (cd "$repo_root" && cargo build --release --bin pith)
-pith_bin=${CARGO_TARGET_DIR:-$repo_root/target}/release/pith
+pith_bin=${binary:-${CARGO_TARGET_DIR:-$repo_root/target}/release/pith}
 [ -x "$pith_bin" ] || { echo "perf.sh: no $pith_bin; run without --no-build" >&2; exit 1; }
 
 run=$(mktemp -d "${TMPDIR:-/tmp}/pith-perf.XXXXXX")
@@ -220,6 +242,17 @@ extreme_flag=()
 [ "$extremes" = 1 ] || extreme_flag=(--no-extremes)
 
 pith_cmds=()
+if [ "$icap" = 1 ]; then
+    for port in 18114 18115 18116 18121 18122 18123; do
+        ! port_busy "$port" || { echo "perf.sh: 127.0.0.1:$port (used by --icap) is already in use" >&2; exit 1; }
+    done
+    icap_cmd() { # $1 = what, $2 = Squid port, $3 = ICAP port
+        printf 'env PITH=%q RUN=%q %q %s %s %s' "$pith_bin" "$run" "$repo_root/scripts/perf-icap.sh" "$1" "$2" "$3"
+    }
+    pith_cmds+=(--cmd "squid-pith-icap=18114=$(icap_cmd pith-declutter 18114 18121)")
+    pith_cmds+=(--cmd "squid-pith-204=18115=$(icap_cmd pith-pass 18115 18123)")
+    pith_cmds+=(--cmd "squid-cicap-echo=18116=$(icap_cmd cicap-echo 18116 18122)")
+fi
 for v in $variants; do
     case "$v" in
         pass) pith_cmds+=(--cmd "pith-pass=$pass_port=$(serve pass)");;

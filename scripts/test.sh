@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs pith's whole test suite on a fresh machine: everything it needs is built here.
 # Usage: scripts/test.sh   (from anywhere in the repository)
+# Installs Debian's squid first when missing (the ICAP tests put it in front of pith).
 # Then 24 development pages in headless Chromium (scripts/browser.sh; installs Debian's
 # chromium and the npm packages it pins when missing). Last, a smoke run of every fuzz target:
 # `scripts/fuzz.sh --smoke --dev` (unoptimised, no sanitizer, 25 s per target; installs
@@ -16,6 +17,15 @@ export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 # to override.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 export CARGO_PROFILE_DEV_DEBUG="${CARGO_PROFILE_DEV_DEBUG:-line-tables-only}"
+# The ICAP tests (tests/icap/squid.rs) run Debian's Squid in front of pith; they fail, saying
+# so, without it. Installed here when missing (needs root or sudo).
+if ! command -v squid >/dev/null 2>&1 && [ ! -x /usr/sbin/squid ]; then
+    echo "test.sh: installing squid with apt-get" >&2
+    sudo=()
+    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+    "${sudo[@]}" apt-get update -qq
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends squid >/dev/null
+fi
 # Two cores: one integration-test binary, built once.
 # Benches are only type-checked here: run in test mode they walk every development page in a
 # debug build, which takes minutes and measures nothing. Run them with `cargo bench`.

@@ -739,9 +739,9 @@ fn max_queued(config: &CacheConfig) -> u64 {
 /// A hash of everything in a profile that shapes its output: the rules' own canonical
 /// fingerprint, the output form, the stage-2 settings (preset, choices, the site rules'
 /// fingerprint, the ad lists) and the reading-mode extractor, and the build of pith that
-/// rewrites ([`build_id`]). Stable from one run of a build to the next (FNV-1a over text that
+/// rewrites (`build_id`). Stable from one run of a build to the next (FNV-1a over text that
 /// has no map order or address in it), because disk entries are found by keys that hold it.
-fn settings_hash(profile: &Profile) -> u64 {
+pub fn settings_hash(profile: &Profile) -> u64 {
     let mut text = format!("{}\0{}\0{:x}\0{:?}", build_id(), profile.name, profile.rules.fingerprint(), profile.output);
     if let Some(stage2) = &profile.stage2 {
         text.push_str(&format!("\0{:?}\0{:x}\0{:?}", stage2.options, stage2.sites.fingerprint(), stage2.ads));

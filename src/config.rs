@@ -31,12 +31,13 @@ use crate::extract::algorithm::Algorithm;
 use crate::pipeline::{Output, Profile, Reader, Stage2};
 use crate::tls::HostList;
 
+mod icap;
 mod listener;
 mod raw;
 
 pub use listener::{collides, MAX_OPEN_V4, MAX_OPEN_V6_SUBNETS};
 pub use raw::{
-    RawAuth, RawCache, RawConfig, RawFilters, RawIntercept, RawLimits, RawListener, RawLog, RawProfile, RawUpstream,
+    RawAuth, RawCache, RawConfig, RawFilters, RawIcap, RawIntercept, RawLimits, RawListener, RawLog, RawProfile, RawUpstream,
     DEFAULT_LISTEN, DEFAULT_MAX_HEADERS,
 };
 
@@ -142,6 +143,20 @@ pub struct Config {
     pub cache: CacheConfig,
     /// HTTPS interception policy and the CA's folder.
     pub intercept: InterceptConfig,
+    /// ICAP services (`[[icap]]`), in file order; none by default.
+    pub icap: Vec<IcapConfig>,
+}
+
+/// One validated `[[icap]]`: where an ICAP client such as Squid reaches pith, the profile its
+/// responses get, and which clients may connect.
+#[derive(Debug, Clone)]
+pub struct IcapConfig {
+    /// Where to bind.
+    pub address: SocketAddr,
+    /// Profile applied to the responses sent for adaptation.
+    pub profile: Arc<Profile>,
+    /// Allowed ICAP client networks.
+    pub allow: Vec<IpNet>,
 }
 
 /// Validated `[intercept]`: which CONNECT targets are decrypted, and where the CA lives.
@@ -355,6 +370,7 @@ impl Validator<'_> {
             listeners.push(self.listener(l, &profiles, if i == 0 { self.listen } else { None })?);
         }
         self.check_distinct(raw_listeners, &listeners)?;
+        let icap = self.icap_services(&raw.icap, &profiles, &listeners)?;
         Ok(Config {
             log_level,
             listeners,
@@ -363,6 +379,7 @@ impl Validator<'_> {
             profiles,
             cache: self.cache(&raw.cache)?,
             intercept: self.intercept(&raw.intercept)?,
+            icap,
         })
     }
 

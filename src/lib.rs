@@ -47,6 +47,7 @@ pub mod dom;
 pub mod extract;
 pub mod host;
 pub mod html;
+pub mod icap;
 pub mod net;
 pub mod pipeline;
 pub mod render;

@@ -19,6 +19,7 @@ mod errors;
 mod extract;
 mod faults;
 mod fixtures;
+mod icap;
 mod html5lib;
 mod intercept;
 mod lifetimes;

@@ -1006,6 +1006,8 @@ mod tests {
         #[test]
         fn any_strict_prefix_is_truncated(data in body(), coding in select(ALL.to_vec()), cut in any::<Index>()) {
             let encoded = reference(coding, &data);
+            // A one-byte stream (brotli's empty body) has no strict prefix but the empty one.
+            prop_assume!(encoded.len() > 1);
             let cut = 1 + cut.index(encoded.len() - 1);
             let result = decode_all(&[coding], &encoded[..cut], u64::MAX);
             prop_assert!(

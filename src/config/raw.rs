@@ -27,6 +27,8 @@ pub struct RawConfig {
     pub cache: RawCache,
     /// `[intercept]`.
     pub intercept: RawIntercept,
+    /// `[[icap]]`.
+    pub icap: Vec<RawIcap>,
 }
 
 /// `[log]`.
@@ -69,6 +71,20 @@ impl Default for RawListener {
 
 /// The address of the listener a file without `[[listener]]` gets.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+
+/// One `[[icap]]`: an ICAP service (RFC 3507) for a proxy such as Squid.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawIcap {
+    /// `ip:port`.
+    pub address: Spanned<String>,
+    /// Profile name.
+    #[serde(default)]
+    pub profile: Option<Spanned<String>>,
+    /// CIDR blocks of allowed ICAP clients.
+    #[serde(default)]
+    pub allow: Option<Spanned<Vec<String>>>,
+}
 
 /// `auth = { user, password }`.
 #[derive(Debug, Deserialize)]

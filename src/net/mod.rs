@@ -21,6 +21,8 @@
 //! - [`connect`]: CONNECT: blind tunnels, and HTTPS interception with leaves from [`crate::tls`].
 //! - [`own`]: pith's own pages and error pages.
 //! - [`bodies`]: the body types served and the wrappers that time and log them.
+//! - [`icap`]: the ICAP service (`[[icap]]`): Squid hands pith responses, pith rewrites them
+//!   with the steps of [`respond`].
 
 pub mod admit;
 pub mod bodies;
@@ -32,6 +34,7 @@ pub mod downstream;
 pub mod drain;
 pub mod error;
 pub mod forward;
+pub mod icap;
 pub mod own;
 pub mod per_client;
 pub mod pooled;
@@ -121,6 +124,9 @@ pub enum StartError {
 pub struct Proxy {
     live: Arc<reload::Live>,
     sockets: Vec<TcpListener>,
+    /// The `[[icap]]` sockets, in config order.
+    icap: Vec<(TcpListener, Arc<crate::config::IcapConfig>)>,
+    icap_counters: Arc<icap::Counters>,
 }
 
 impl Proxy {
@@ -134,10 +140,26 @@ impl Proxy {
             own_addrs.push(local);
             sockets.push(socket);
         }
+        let mut icap = Vec::new();
+        for s in &config.icap {
+            let socket = TcpListener::bind(s.address).await.map_err(|source| StartError::Bind { address: s.address, source })?;
+            let address = socket.local_addr().map_err(|source| StartError::Bind { address: s.address, source })?;
+            icap.push((socket, Arc::new(crate::config::IcapConfig { address, ..s.clone() })));
+        }
         let configured = config.listeners.iter().map(|l| l.address).collect();
         let via = HeaderValue::from_str(&format!("1.1 pith-{:08x}", process_token())).expect("ASCII text is a valid header value");
         let state = State::assemble(config, via, own_addrs, None)?;
-        Ok(Proxy { live: Arc::new(reload::Live::new(state, configured)), sockets })
+        Ok(Proxy { live: Arc::new(reload::Live::new(state, configured)), sockets, icap, icap_counters: Arc::default() })
+    }
+
+    /// The addresses the ICAP services (`[[icap]]`) actually bound, in config order.
+    pub fn icap_addrs(&self) -> Vec<SocketAddr> {
+        self.icap.iter().map(|(_, s)| s.address).collect()
+    }
+
+    /// What the ICAP services have answered so far.
+    pub fn icap_counters(&self) -> Arc<icap::Counters> {
+        self.icap_counters.clone()
     }
 
     /// The addresses actually bound, in config order.
@@ -161,6 +183,11 @@ impl Proxy {
                 tracing::info!(address = %l.address, profile = %l.profile.name, "listening");
             }
             let acceptor = conn::Acceptor { socket, index, live: self.live.clone(), stop: stop_rx.clone() };
+            loops.push(tokio::spawn(acceptor.run()));
+        }
+        for (index, (socket, bound)) in self.icap.into_iter().enumerate() {
+            tracing::info!(address = %bound.address, profile = %bound.profile.name, "ICAP service listening");
+            let acceptor = icap::Acceptor { socket, index, bound, live: self.live.clone(), stop: stop_rx.clone(), counters: self.icap_counters.clone() };
             loops.push(tokio::spawn(acceptor.run()));
         }
         shutdown.await;

@@ -100,7 +100,7 @@ pub enum Outcome {
 /// Like [`respond`], but a rewritten page comes back as its parts and bytes, for the cache.
 pub async fn respond_outcome(state: &State, ex: &Exchange<'_>, resp: Response<Incoming>) -> Result<Outcome, ProxyError> {
     let idle = state.config.upstream.body_idle_timeout;
-    let Some(plan) = plan(ex, &resp, state.config.limits.max_rewrite_bytes) else {
+    let Some(plan) = plan(ex.method, ex.profile, resp.status(), resp.headers(), state.config.limits.max_rewrite_bytes) else {
         let resp = resp.map(|body| bodies::stream(body, idle));
         return Ok(Outcome::Passed(pass(state, resp, Vec::new(), Action::Pass, None)));
     };
@@ -125,16 +125,23 @@ pub async fn respond_outcome(state: &State, ex: &Exchange<'_>, resp: Response<In
     let origin_bytes = raw.iter().map(|b| b.len() as u64).sum();
     // The decoded page is all that rewriting needs.
     drop(raw);
-    let content_type = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
-    let coding = codec::choose_encoding(ex.accept_encoding.as_ref().and_then(|v| v.to_str().ok()));
-    let (page, body) = transform(ex.profile, decoded, content_type, coding, ex.host, ex.url).await?;
-    rewrite_headers(&mut parts.headers, &page, coding, body.len(), ex.profile, state);
-    drop(page);
+    let body = rewrite(state, ex, &mut parts.headers, decoded).await?;
     hold.shrink_to(body.len() as u64);
     // The encoders leave up to half of the buffer unused; a kept page would keep it all.
     let mut body = body;
     body.shrink_to_fit();
     Ok(Outcome::Rewritten(Rewritten { parts, body: Bytes::from(body), origin_bytes, hold }))
+}
+
+/// Rewrites a whole decoded page for the client of `ex`: the pipeline in the profile's form,
+/// the body encoded as the client accepts, `headers` (the origin's) made to match. The step
+/// after reading a page, shared by the proxy and the ICAP service ([`super::icap`]).
+pub async fn rewrite(state: &State, ex: &Exchange<'_>, headers: &mut HeaderMap, decoded: Vec<u8>) -> Result<Vec<u8>, ProxyError> {
+    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let coding = codec::choose_encoding(ex.accept_encoding.as_ref().and_then(|v| v.to_str().ok()));
+    let (page, body) = transform(ex.profile, decoded, content_type, coding, ex.host, ex.url).await?;
+    rewrite_headers(headers, &page, coding, body.len(), ex.profile, state);
+    Ok(body)
 }
 
 /// Says in `x-pith` that a page passed through unrewritten for want of memory.
@@ -154,22 +161,23 @@ fn expected_size(plan: &Plan, body: &Incoming, limit: u64) -> u64 {
 }
 
 /// How a response will be rewritten; `None` means it passes through.
-struct Plan {
-    codings: Vec<Coding>,
-    /// No Content-Type: look at the first bytes before deciding it is HTML.
-    sniff: bool,
+pub struct Plan {
+    /// The content-codings to undo, in the order applied.
+    pub codings: Vec<Coding>,
+    /// No Content-Type: look at the first bytes ([`looks_like_html`]) before deciding it is HTML.
+    pub sniff: bool,
 }
 
-fn plan(ex: &Exchange<'_>, resp: &Response<Incoming>, limit: u64) -> Option<Plan> {
-    let status = resp.status();
-    let untouchable = ex.profile.is_pass()
-        || *ex.method == Method::HEAD
+/// Whether a response to `method` with `status` and `headers` is read to be rewritten for
+/// `profile`, and how: the one decision the proxy and the ICAP service both obey.
+pub fn plan(method: &Method, profile: &Profile, status: StatusCode, headers: &HeaderMap, limit: u64) -> Option<Plan> {
+    let untouchable = profile.is_pass()
+        || *method == Method::HEAD
         || status.is_informational()
         || matches!(status, StatusCode::NO_CONTENT | StatusCode::NOT_MODIFIED | StatusCode::PARTIAL_CONTENT);
     if untouchable {
         return None;
     }
-    let headers = resp.headers();
     let sniff = match headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()) {
         Some(ct) if is_html_type(ct) => false,
         Some(_) => return None,
@@ -192,7 +200,7 @@ fn is_html_type(content_type: &str) -> bool {
 }
 
 /// The HTML signatures of the WHATWG MIME sniffing standard, after leading whitespace.
-fn looks_like_html(prefix: &[u8]) -> bool {
+pub fn looks_like_html(prefix: &[u8]) -> bool {
     const TAGS: [&[u8]; 17] = [
         b"<!doctype html", b"<html", b"<head", b"<script", b"<iframe", b"<h1", b"<div", b"<font", b"<table", b"<a",
         b"<style", b"<title", b"<b", b"<body", b"<br", b"<p", b"<!--",
@@ -207,7 +215,7 @@ fn looks_like_html(prefix: &[u8]) -> bool {
 }
 
 /// Bytes of decoded prefix looked at when sniffing.
-const SNIFF_BYTES: usize = 512;
+pub const SNIFF_BYTES: usize = 512;
 
 enum Collected {
     /// The whole page, as read and decoded.
@@ -388,25 +396,8 @@ fn process(profile: &Profile, doc: &[u8], content_type: Option<&str>, url: &str)
 /// Headers of a rewritten page: new type, coding and length; validators weakened, because
 /// the bytes are no longer the origin's.
 fn rewrite_headers(headers: &mut HeaderMap, page: &pipeline::Page, coding: Coding, len: usize, profile: &Profile, state: &State) {
-    strip_response_hop_by_hop(headers, state);
-    for name in [header::CONTENT_LENGTH, header::CONTENT_ENCODING, header::ACCEPT_RANGES, header::CONTENT_RANGE] {
-        headers.remove(name);
-    }
-    headers.remove("content-md5");
-    headers.remove("digest");
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(page.content_type));
+    rewritten_head(headers, page.content_type, coding, state);
     headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
-    if coding != Coding::Identity {
-        headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(coding.as_str()));
-    }
-    if !varies_on_encoding(headers) {
-        headers.append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
-    }
-    if let Some(etag) = headers.get(header::ETAG).and_then(|v| v.to_str().ok()).filter(|e| !e.starts_with("W/")) {
-        if let Ok(weak) = HeaderValue::from_str(&format!("W/{etag}")) {
-            headers.insert(header::ETAG, weak);
-        }
-    }
     let mut summary = format!(
         "profile={}; removed-elements={}; removed-attributes={}; charset={}{}",
         profile.name,
@@ -431,6 +422,32 @@ fn rewrite_headers(headers: &mut HeaderMap, page: &pipeline::Page, coding: Codin
     if let Some(fallback) = page.fallback_header() {
         if let Ok(v) = HeaderValue::from_str(&fallback) {
             headers.insert("x-pith-fallback", v);
+        }
+    }
+}
+
+/// The headers of a rewritten page that do not depend on what the rewriting found: hop-by-hop
+/// fields and what described the origin's bytes (length, coding, ranges, digests) gone; the new
+/// type and coding; `Vary: Accept-Encoding`; validators weakened. The ICAP service sends them
+/// alone (with no length) when it must answer before it has read a long page whole
+/// ([`super::icap`]).
+pub fn rewritten_head(headers: &mut HeaderMap, content_type: &'static str, coding: Coding, state: &State) {
+    strip_response_hop_by_hop(headers, state);
+    for name in [header::CONTENT_LENGTH, header::CONTENT_ENCODING, header::ACCEPT_RANGES, header::CONTENT_RANGE] {
+        headers.remove(name);
+    }
+    headers.remove("content-md5");
+    headers.remove("digest");
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    if coding != Coding::Identity {
+        headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(coding.as_str()));
+    }
+    if !varies_on_encoding(headers) {
+        headers.append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+    }
+    if let Some(etag) = headers.get(header::ETAG).and_then(|v| v.to_str().ok()).filter(|e| !e.starts_with("W/")) {
+        if let Ok(weak) = HeaderValue::from_str(&format!("W/{etag}")) {
+            headers.insert(header::ETAG, weak);
         }
     }
 }

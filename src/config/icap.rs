@@ -1,0 +1,106 @@
+//! `[[icap]]` validation: the address, profile and allow list of each ICAP service, checked
+//! the way `[[listener]]` is (`config/listener.rs`).
+//!
+//! An ICAP service has no credentials (RFC 3507 leaves authentication to the proxy in front),
+//! so its allow list is its only guard: one off loopback must name its clients, and may not
+//! admit more public address space than a listener without `auth` may. Each page an ICAP
+//! client sends costs a rewrite, so an open service is a free CPU for anyone.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use super::listener::{collides, MAX_OPEN_V4, MAX_OPEN_V6_SUBNETS};
+use super::{ConfigError, IcapConfig, ListenerConfig, RawIcap, Validator};
+use crate::pipeline::Profile;
+
+impl Validator<'_> {
+    /// Every `[[icap]]`, none colliding with a listener or with another.
+    pub(super) fn icap_services(&self, raw: &[RawIcap], profiles: &BTreeMap<String, Arc<Profile>>, listeners: &[ListenerConfig]) -> Result<Vec<IcapConfig>, ConfigError> {
+        let mut services: Vec<IcapConfig> = Vec::new();
+        for r in raw {
+            let service = self.icap(r, profiles)?;
+            let taken = listeners.iter().map(|l| (l.address, "listener")).chain(services.iter().map(|s| (s.address, "ICAP service")));
+            for (other, what) in taken {
+                if collides(service.address, other) {
+                    return Err(self.err(r.address.span(), "icap.address", format!("{} collides with the {what} on {other}: both cannot bind", service.address)));
+                }
+            }
+            services.push(service);
+        }
+        Ok(services)
+    }
+
+    fn icap(&self, r: &RawIcap, profiles: &BTreeMap<String, Arc<Profile>>) -> Result<IcapConfig, ConfigError> {
+        let address: SocketAddr = r.address.get_ref().parse().map_err(|_| {
+            self.err(r.address.span(), "icap.address", format!("{:?} is not an IP:port address (e.g. \"127.0.0.1:1344\")", r.address.get_ref()))
+        })?;
+        let profile = match &r.profile {
+            None => profiles.get("declutter").or_else(|| profiles.get("pass")).cloned().expect("`pass` is always defined"),
+            Some(p) => profiles.get(p.get_ref()).cloned().ok_or_else(|| {
+                let known: Vec<&str> = profiles.keys().map(String::as_str).collect();
+                self.err(p.span(), "icap.profile", format!("unknown profile {:?}; defined: {}", p.get_ref(), known.join(", ")))
+            })?,
+        };
+        let allow = match &r.allow {
+            None if address.ip().is_loopback() => vec!["127.0.0.0/8".parse().expect("literal"), "::1/128".parse().expect("literal")],
+            None => {
+                return Err(self.err(r.address.span(), "icap.allow", format!("the ICAP service on {address} is off loopback: list the proxies that may use it in `allow`")));
+            }
+            Some(list) if list.get_ref().is_empty() => {
+                return Err(self.err(list.span(), "icap.allow", "an empty list admits no ICAP client; list the proxies' networks (leave the key out for loopback only)"));
+            }
+            Some(list) => self.networks(list, "icap.allow")?,
+        };
+        let covered = crate::addr::public_coverage(&allow);
+        if !address.ip().is_loopback() && (covered.v4_addresses > MAX_OPEN_V4 || covered.v6_subnets > MAX_OPEN_V6_SUBNETS) {
+            let span = r.allow.as_ref().map_or(r.address.span(), |a| a.span());
+            return Err(self.err(
+                span,
+                "icap.allow",
+                format!("the ICAP service on {address} admits {} public IPv4 addresses and {} public IPv6 /64s: list the proxies that use it, at most a /16 (IPv6: a /48)", covered.v4_addresses, covered.v6_subnets),
+            ));
+        }
+        Ok(IcapConfig { address, profile, allow })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+
+    fn parse(text: &str) -> Result<Config, String> {
+        Config::from_toml_str(text, "test.toml", None).map_err(|e| e.to_string())
+    }
+
+    macro_rules! refused {
+        ($name:ident, $text:expr, $needle:expr) => {
+            #[test]
+            fn $name() {
+                let err = parse($text).unwrap_err();
+                assert!(err.contains($needle), "{err}");
+            }
+        };
+    }
+
+    #[test]
+    fn loopback_service_defaults() {
+        let c = parse("[[icap]]\naddress = \"127.0.0.1:1344\"\n").unwrap();
+        assert_eq!(c.icap.len(), 1);
+        assert_eq!(c.icap[0].profile.name, "declutter");
+        assert_eq!(c.icap[0].allow.len(), 2);
+        let c = parse("[[icap]]\naddress = \"0.0.0.0:1344\"\nallow = [\"10.0.0.0/8\"]\nprofile = \"pass\"\n").unwrap();
+        assert_eq!((c.icap[0].profile.name.as_str(), c.icap[0].allow.len()), ("pass", 1));
+        assert!(parse("").unwrap().icap.is_empty(), "no ICAP service unless asked");
+    }
+
+    refused!(off_loopback_needs_allow, "[[icap]]\naddress = \"0.0.0.0:1344\"\n", "icap.allow");
+    refused!(empty_allow, "[[icap]]\naddress = \"127.0.0.1:1344\"\nallow = []\n", "icap.allow");
+    refused!(open_to_everyone, "[[icap]]\naddress = \"0.0.0.0:1344\"\nallow = [\"0.0.0.0/0\"]\n", "icap.allow");
+    refused!(bad_address, "[[icap]]\naddress = \"localhost:1344\"\n", "icap.address");
+    refused!(bad_network, "[[icap]]\naddress = \"127.0.0.1:1344\"\nallow = [\"squid\"]\n", "icap.allow");
+    refused!(unknown_profile, "[[icap]]\naddress = \"127.0.0.1:1344\"\nprofile = \"nope\"\n", "icap.profile");
+    refused!(unknown_key, "[[icap]]\naddress = \"127.0.0.1:1344\"\nport = 1\n", "port");
+    refused!(same_as_listener, "[[listener]]\naddress = \"127.0.0.1:1344\"\n[[icap]]\naddress = \"127.0.0.1:1344\"\n", "collides");
+    refused!(two_on_one_port, "[[icap]]\naddress = \"127.0.0.1:1344\"\n[[icap]]\naddress = \"0.0.0.0:1344\"\nallow = [\"10.0.0.0/8\"]\n", "collides");
+}
