@@ -31,9 +31,11 @@ use crate::extract::algorithm::Algorithm;
 use crate::pipeline::{Output, Profile, Reader, Stage2};
 use crate::tls::HostList;
 
+mod control;
 mod listener;
 mod raw;
 
+pub use control::{ControlConfig, RawControl, RawState};
 pub use listener::{collides, MAX_OPEN_V4, MAX_OPEN_V6_SUBNETS};
 pub use raw::{
     RawAuth, RawCache, RawConfig, RawFilters, RawIntercept, RawLimits, RawListener, RawLog, RawProfile, RawUpstream,
@@ -142,6 +144,8 @@ pub struct Config {
     pub cache: CacheConfig,
     /// HTTPS interception policy and the CA's folder.
     pub intercept: InterceptConfig,
+    /// The control page and the state file (`[control]`, `[state]`).
+    pub control: ControlConfig,
 }
 
 /// Validated `[intercept]`: which CONNECT targets are decrypted, and where the CA lives.
@@ -355,6 +359,7 @@ impl Validator<'_> {
             listeners.push(self.listener(l, &profiles, if i == 0 { self.listen } else { None })?);
         }
         self.check_distinct(raw_listeners, &listeners)?;
+        let control = self.control(&raw.state, &raw.control, &profiles)?;
         Ok(Config {
             log_level,
             listeners,
@@ -363,6 +368,7 @@ impl Validator<'_> {
             profiles,
             cache: self.cache(&raw.cache)?,
             intercept: self.intercept(&raw.intercept)?,
+            control,
         })
     }
 
@@ -415,6 +421,7 @@ impl Validator<'_> {
             };
             let rules = self.rules(filters, &p.rules, &format!("{key}.rules"))?;
             let mut profile = Profile::new(name, Arc::new(rules), output);
+            profile.bar = p.bar.unwrap_or(true);
             if let Some(options) = self.stage2_options(p, &key)? {
                 profile = profile.with_stage2(Stage2 { options, sites: Arc::clone(&sites), ads: ads.clone() });
             }

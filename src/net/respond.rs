@@ -127,7 +127,8 @@ pub async fn respond_outcome(state: &State, ex: &Exchange<'_>, resp: Response<In
     drop(raw);
     let content_type = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
     let coding = codec::choose_encoding(ex.accept_encoding.as_ref().and_then(|v| v.to_str().ok()));
-    let (page, body) = transform(ex.profile, decoded, content_type, coding, ex.host, ex.url).await?;
+    let bar = super::control::bar(&state.config.control, ex.profile, ex.url);
+    let (page, body) = transform(ex.profile, decoded, content_type, coding, (ex.host, ex.url), bar).await?;
     rewrite_headers(&mut parts.headers, &page, coding, body.len(), ex.profile, state);
     drop(page);
     hold.shrink_to(body.len() as u64);
@@ -328,13 +329,19 @@ fn strip_response_hop_by_hop(headers: &mut HeaderMap, state: &State) {
 /// Rewrites the page and encodes it for the client: inline for an ordinary page, on the
 /// blocking pool for a large one, whose parse and compression would hold an async worker for
 /// long, and in turns ([`large_rewrites`]) for a huge one.
-async fn transform(profile: &Profile, doc: Vec<u8>, content_type: Option<String>, coding: Coding, host: &str, url: &str) -> Result<(pipeline::Page, Vec<u8>), ProxyError> {
+/// `bar` is the control bar to put atop an HTML page ([`super::control::bar`]).
+async fn transform(profile: &Profile, doc: Vec<u8>, content_type: Option<String>, coding: Coding, (host, url): (&str, &str), bar: Option<String>) -> Result<(pipeline::Page, Vec<u8>), ProxyError> {
     const INLINE_BYTES: usize = 512 * 1024;
     const HUGE_BYTES: usize = 4 << 20;
     let (inline, huge) = (doc.len() <= INLINE_BYTES, doc.len() > HUGE_BYTES);
     let host = host.to_string();
     let job = move |profile: &Profile, url: &str| -> Result<(pipeline::Page, Vec<u8>), ProxyError> {
+        let started = std::time::Instant::now();
         let mut page = process(profile, &doc, content_type.as_deref(), url).map_err(|source| ProxyError::Rewrite { host, source })?;
+        super::control::tally::rewrite_time().observe(started.elapsed());
+        if let Some(bar) = bar.as_deref().filter(|_| page.content_type.starts_with("text/html")) {
+            super::control::insert_bar(&mut page.body, bar);
+        }
         let body = match coding {
             // The page as it is: an identity encoder would only copy it.
             Coding::Identity => std::mem::take(&mut page.body),
