@@ -460,11 +460,12 @@ pub fn bar(cfg: &ControlConfig, profile: &Profile, url: &str) -> Option<String> 
     } else if let Some(reader) = cfg.offered.iter().find(|p| p.reader.is_some()) {
         links.push((reader.name.clone(), "reading mode"));
     }
-    let mut html = String::from("<nav aria-label=\"pith\" style=\"font:14px/1.5 system-ui,sans-serif;padding:.25em .5em;border-bottom:1px solid #888\">pith: ");
+    // No style of its own: the page's (or pith's reading stylesheet) sets it as the text below.
+    let mut html = String::from("<nav aria-label=\"pith\"><p>pith: ");
     for (name, label) in links {
         html.push_str(&format!("<a href=\"http://pith/once?profile={}&amp;url={encoded}\">{label}</a> · ", own::escape(&name)));
     }
-    html.push_str("<a href=\"http://pith/\">settings</a></nav>");
+    html.push_str("<a href=\"http://pith/\">settings</a></p></nav>");
     Some(html)
 }
 

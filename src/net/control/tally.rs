@@ -165,10 +165,18 @@ impl Tally {
         self.origin_bytes.fetch_add(record.origin_bytes, Ordering::Relaxed);
         self.client_bytes.fetch_add(client_bytes, Ordering::Relaxed);
         self.latency.observe(record.start.elapsed());
+        // pith's own pages are no site's bytes, and no saving or cost of a client's browsing.
+        if record.action == crate::net::bodies::Action::Own {
+            return self.count(record);
+        }
         self.clients.lock().unwrap_or_else(PoisonError::into_inner).add(who, now, record.origin_bytes, client_bytes);
         if let Some(host) = host_of(&record.url) {
             self.sites.lock().unwrap_or_else(PoisonError::into_inner).add(host, now, record.origin_bytes, client_bytes);
         }
+        self.count(record);
+    }
+
+    fn count(&self, record: &AccessRecord) {
         let mut requests = self.requests.lock().unwrap_or_else(PoisonError::into_inner);
         let key = (record.profile.clone(), record.action.as_str(), record.status);
         if requests.len() < MAX_SERIES || requests.contains_key(&key) {
