@@ -16,6 +16,15 @@ export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 # to override.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 export CARGO_PROFILE_DEV_DEBUG="${CARGO_PROFILE_DEV_DEBUG:-line-tables-only}"
+# The control page's text-browser test (tests/control.rs) runs lynx; it fails, saying so,
+# without it.
+if ! command -v lynx >/dev/null; then
+    echo "test.sh: installing lynx with apt-get" >&2
+    sudo=()
+    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+    "${sudo[@]}" apt-get update -qq
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends lynx >/dev/null
+fi
 # Two cores: one integration-test binary, built once.
 # Benches are only type-checked here: run in test mode they walk every development page in a
 # debug build, which takes minutes and measures nothing. Run them with `cargo bench`.

@@ -317,3 +317,49 @@ async fn a_corrupt_state_file_stops_the_start_and_is_kept() {
     assert!(stderr.contains("state file cannot be used") && stderr.contains("state.redb"), "{stderr}");
     assert_eq!(std::fs::read(&path).unwrap(), junk, "the file is left as it was");
 }
+
+/// `lynx ARGS` with pith as its HTTP proxy, on the blocking pool (pith runs on this test's
+/// runtime). Bounded by lynx's own connect and read timeouts.
+async fn lynx(pith: &Pith, args: &[&str], stdin: Option<String>) -> String {
+    let proxy = format!("http://{}/", pith.addr);
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    tokio::task::spawn_blocking(move || {
+        use std::io::Write;
+        use std::process::{Command, Stdio};
+        let mut child = Command::new("lynx")
+            .args(["-dump", "-nocolor", "-connect_timeout=10", "-read_timeout=20", "-useragent=lynx-test"])
+            .args(&args)
+            .env("http_proxy", &proxy)
+            .env("no_proxy", "")
+            .env_remove("HOME")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("lynx is needed for this test ({e}): apt-get install lynx, as scripts/test.sh does"));
+        let mut input = child.stdin.take().expect("piped stdin");
+        if let Some(text) = stdin {
+            input.write_all(text.as_bytes()).expect("lynx reads its post data");
+        }
+        drop(input);
+        let out = child.wait_with_output().expect("lynx runs");
+        assert!(out.status.success(), "lynx failed: {}", String::from_utf8_lossy(&out.stderr));
+        // Lines as lynx wrapped them, joined: the tests look for phrases.
+        String::from_utf8_lossy(&out.stdout).split_whitespace().collect::<Vec<_>>().join(" ")
+    })
+    .await
+    .expect("the lynx task")
+}
+
+#[tokio::test]
+async fn the_control_page_works_in_lynx() {
+    let pith = Pith::start("").await;
+    let page = lynx(&pith, &["http://pith/"], None).await;
+    for shown in ["What pith does for you", "How pages are served to you", "reading mode: the main text alone", "Save my choice", "Add a switch for one site", "Site (host name, such as example.com)"] {
+        assert!(page.contains(shown), "{shown:?} in lynx:\n{page}");
+    }
+    // The same form lynx submits: lynx is 127.0.0.1, as is this client.
+    let (_, token) = control_page(&client_from(&pith, "127.0.0.1")).await;
+    let after = lynx(&pith, &["-post_data", "http://pith/choose"], Some(format!("token={token}&profile=reader\n---\n"))).await;
+    assert!(after.contains("Pages are served reading mode (your choice"), "lynx followed the redirect to the changed page:\n{after}");
+}

@@ -158,14 +158,13 @@ impl Control {
         let p = prefs.get_mut(&who)?;
         let now = Instant::now();
         p.once.retain(|o| o.2 > now);
-        if let Some(i) = p.once.iter().position(|o| o.0 == url) {
-            let (_, profile, _) = p.once.remove(i);
-            if p.is_empty() {
-                prefs.remove(&who);
-            }
-            return cfg.offered(&profile).cloned();
+        let once = p.once.iter().position(|o| o.0 == url).map(|i| p.once.remove(i).1);
+        let name = once.as_ref().or_else(|| p.chosen(host));
+        let chosen = name.and_then(|n| cfg.offered(n)).cloned();
+        if p.is_empty() {
+            prefs.remove(&who);
         }
-        p.chosen(host).and_then(|n| cfg.offered(n)).cloned()
+        chosen
     }
 
     /// `who`'s choices, for its page.
@@ -461,11 +460,11 @@ pub fn bar(cfg: &ControlConfig, profile: &Profile, url: &str) -> Option<String> 
         links.push((reader.name.clone(), "reading mode"));
     }
     // No style of its own: the page's (or pith's reading stylesheet) sets it as the text below.
-    let mut html = String::from("<nav aria-label=\"pith\"><p>pith: ");
+    let mut html = String::from("<nav aria-label=\"pith\">pith: ");
     for (name, label) in links {
         html.push_str(&format!("<a href=\"http://pith/once?profile={}&amp;url={encoded}\">{label}</a> · ", own::escape(&name)));
     }
-    html.push_str("<a href=\"http://pith/\">settings</a></p></nav>");
+    html.push_str("<a href=\"http://pith/\">settings</a></nav>");
     Some(html)
 }
 
