@@ -14,6 +14,10 @@
 //! This module knows nothing of HTTP: it stores strings under strings. What they mean (a
 //! profile name, a switch) is checked by the control page that reads them back.
 
+// redb's own error is large; here it travels between a few cold functions (one write per
+// choice a person makes) and is boxed where it leaves this module ([`StateError`]).
+#![allow(clippy::result_large_err)]
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -25,7 +29,10 @@ pub const SCHEMA_VERSION: u64 = 1;
 /// One function per version step: `MIGRATIONS[i]` takes a file from version `i + 1` to `i + 2`,
 /// inside the write transaction that also records the new version. Version 1 is the first, so
 /// there is no step yet.
-const MIGRATIONS: &[fn(&redb::WriteTransaction) -> Result<(), redb::Error>] = &[];
+const MIGRATIONS: &[Migration] = &[];
+
+/// One step of [`MIGRATIONS`].
+type Migration = fn(&redb::WriteTransaction) -> Result<(), redb::Error>;
 
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 const SECRETS: TableDefinition<&str, &[u8]> = TableDefinition::new("secrets");
@@ -42,9 +49,9 @@ pub enum StateError {
     Unusable {
         /// The file.
         path: PathBuf,
-        /// redb's own error.
+        /// redb's own error (boxed: it is large, and errors travel by value).
         #[source]
-        source: redb::Error,
+        source: Box<redb::Error>,
     },
     /// The file was written by a newer pith whose schema this build does not know.
     #[error("{}: the state file has schema version {found}; this pith knows up to {SCHEMA_VERSION}. Run the newer pith, or move the file aside", .path.display())]
@@ -81,7 +88,7 @@ impl Store {
     /// Opens (creating when missing) the file at `path`, migrates it to [`SCHEMA_VERSION`] and
     /// reads it whole. A file that is unreadable, corrupt or too new is an error.
     pub fn open(path: &Path) -> Result<(Store, Snapshot), StateError> {
-        let unusable = |source: redb::Error| StateError::Unusable { path: path.to_owned(), source };
+        let unusable = |source: redb::Error| StateError::Unusable { path: path.to_owned(), source: Box::new(source) };
         let mut db = Database::create(path).map_err(|e| unusable(e.into()))?;
         // Reads every page's checksum; a file redb had to repair is named in the log, since the
         // repair may have dropped the last commit.
@@ -144,7 +151,7 @@ impl Store {
             tx.commit()?;
             Ok(())
         };
-        run().map_err(|source| StateError::Unusable { path: path.clone(), source })
+        run().map_err(|source| StateError::Unusable { path: path.clone(), source: Box::new(source) })
     }
 }
 
