@@ -247,6 +247,8 @@ async fn the_operators_section_needs_its_credentials() {
     assert!(done.text().await.unwrap().contains("Purged"));
     me.get(&url).send().await.unwrap().bytes().await.unwrap();
     assert_eq!(origin.count("/k"), 2, "purged, fetched again");
+    let page = me.get("http://pith/admin").basic_auth("op", Some("s3cret")).send().await.unwrap().text().await.unwrap();
+    assert!(page.contains("Sites in the last hour") && page.contains("<td>127.0.0.1</td>"), "per-site bytes: {page}");
 }
 
 /// Binds a proxy on `toml`, retrying while the previous one (same state file) still holds it:

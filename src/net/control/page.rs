@@ -170,6 +170,14 @@ pub fn admin(state: &State, token: &str, done: Option<&str>) -> Response<ProxyBo
         if c.cache.enabled { format!("on, up to {} bytes{}", c.cache.max_bytes, if c.cache.disk.is_some() { ", with a disk tier" } else { "" }) } else { "off".into() },
         if c.intercept.is_active() { "on" } else { "off" }
     );
+    let top = state.control.tally.top_sites(20);
+    if !top.is_empty() {
+        b.push_str("<h2>Sites in the last hour</h2><table><thead><tr><th scope=\"col\">site</th><th scope=\"col\">from the site</th><th scope=\"col\">to clients</th></tr></thead><tbody>");
+        for (host, bytes) in top {
+            let _ = write!(b, "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", own::escape(&host), amount(bytes.origin), amount(bytes.client));
+        }
+        b.push_str("</tbody></table>");
+    }
     b.push_str("<form method=\"post\" action=\"/admin/purge\"><fieldset><legend>Purge the cache for one URL</legend>");
     let _ = write!(b, "<input type=\"hidden\" name=\"token\" value=\"{}\">", own::escape(token));
     b.push_str("<p><label for=\"purge-url\">URL</label><br><input type=\"url\" id=\"purge-url\" name=\"url\" required></p><p><button type=\"submit\">Purge</button></p></fieldset></form>");

@@ -196,6 +196,18 @@ impl Tally {
         self.sites.lock().unwrap_or_else(PoisonError::into_inner).0.get(host).map(|w| w.sum(now)).unwrap_or_default()
     }
 
+    /// The `n` sites that sent the most bytes over the last hour, every client together, most
+    /// first: for the operators' section only (a client's page shows its own counts alone).
+    pub fn top_sites(&self, n: usize) -> Vec<(String, Bytes)> {
+        let now = self.bucket();
+        let sites = self.sites.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut all: Vec<(String, Bytes)> = sites.0.iter().map(|(k, w)| (k.clone(), w.sum(now))).filter(|(_, b)| b.origin + b.client > 0).collect();
+        drop(sites);
+        all.sort_by(|a, b| b.1.origin.cmp(&a.1.origin).then_with(|| a.0.cmp(&b.0)));
+        all.truncate(n);
+        all
+    }
+
     /// Counts a tunnel open until the returned guard drops.
     pub fn tunnel_open(&self) -> TunnelOpen {
         self.tunnels.fetch_add(1, Ordering::Relaxed);
