@@ -314,8 +314,8 @@ async fn a_corrupt_state_file_stops_the_start_and_is_kept() {
     let file = dir.path().join("proxy.toml");
     std::fs::write(&file, state_config(&path)).unwrap();
     let out = binary::run(&["serve", "--config", file.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("state file cannot be used") && stderr.contains("state.redb"), "{stderr}");
     assert_eq!(std::fs::read(&path).unwrap(), junk, "the file is left as it was");
 }
@@ -364,4 +364,27 @@ async fn the_control_page_works_in_lynx() {
     let (_, token) = control_page(&client_from(&pith, "127.0.0.1")).await;
     let after = lynx(&pith, &["-post_data", "http://pith/choose"], Some(format!("token={token}&profile=reader\n---\n"))).await;
     assert!(after.contains("Pages are served reading mode (your choice"), "lynx followed the redirect to the changed page:\n{after}");
+}
+
+#[tokio::test]
+async fn clients_of_listeners_with_auth_are_told_apart_by_user() {
+    let origin = cluttered_origin().await;
+    let pith = Pith::from_config(&format!(
+        "[[listener]]\naddress = \"127.0.0.1:0\"\nauth = {{ user = \"ann\", password = \"pw-a\" }}\n\
+         [[listener]]\naddress = \"127.0.0.1:0\"\nauth = {{ user = \"bob\", password = \"pw-b\" }}\n{PROFILES}"
+    ))
+    .await;
+    let as_user = |addr: std::net::SocketAddr, user: &str, password: &str| {
+        let proxy = reqwest::Proxy::all(format!("http://{addr}")).unwrap().basic_auth(user, password);
+        client_builder(proxy).redirect(reqwest::redirect::Policy::none()).build().unwrap()
+    };
+    let (ann, bob) = (as_user(pith.addrs[0], "ann", "pw-a"), as_user(pith.addrs[1], "bob", "pw-b"));
+    let (page, token) = control_page(&ann).await;
+    assert!(page.contains("as the user <strong>ann</strong>"), "{page}");
+    assert_eq!(post(&ann, "/choose", &[("token", &token), ("profile", "pass")], Some("http://pith")).await.status(), 303);
+    let url = origin.url("/page");
+    assert!(original(&ann, &url).await, "ann's choice");
+    assert!(!original(&bob, &url).await, "bob, from the same address, keeps the listener's profile");
+    let (theirs, _) = control_page(&bob).await;
+    assert!(theirs.contains("as the user <strong>bob</strong>") && !theirs.contains("value=\"pass\" checked"), "{theirs}");
 }

@@ -108,3 +108,46 @@ impl Validator<'_> {
         Ok(ControlConfig { choices: c.choices.unwrap_or(true), offered, bypass, state_path, admin })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+
+    fn config(text: &str) -> Result<Config, String> {
+        Config::from_toml_str(text, "test.toml", None).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn defaults_offer_the_documented_profiles_in_order() {
+        let c = config("").unwrap().control;
+        let names: Vec<&str> = c.offered.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["declutter", "reader", "text", "pass"]);
+        assert!(c.choices && c.state_path.is_none() && c.admin.is_none() && c.bypass.is_empty());
+        assert_eq!(c.offered("original").map(|p| p.name.as_str()), Some("pass"));
+    }
+
+    #[test]
+    fn offered_profiles_must_be_defined() {
+        let c = config("[control]\nprofiles = [\"reader\", \"original\"]\n").unwrap().control;
+        assert_eq!(c.offered.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["reader", "pass"]);
+        let err = config("[control]\nprofiles = [\"reader\", \"nope\"]\n").unwrap_err();
+        assert!(err.contains("test.toml:2:") && err.contains("control.profiles") && err.contains("\"nope\""), "{err}");
+    }
+
+    #[test]
+    fn bypass_entries_are_names_or_networks() {
+        assert!(config("[control]\nbypass = [\"intranet.example\", \"*.lan\", \"10.0.0.0/8\", \"fd00::/8\"]\n").is_ok());
+        for bad in ["\"a\\\"b\"", "\"x y\"", "\"10.0.0.0/99\"", "\"\""] {
+            let err = config(&format!("[control]\nbypass = [{bad}]\n")).unwrap_err();
+            assert!(err.contains("control.bypass"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn state_path_resolves_against_the_config_folder() {
+        let c = Config::from_toml_str("[state]\npath = \"state.redb\"\n", "t", Some(std::path::Path::new("/etc/pith"))).unwrap();
+        assert_eq!(c.control.state_path.as_deref(), Some(std::path::Path::new("/etc/pith/state.redb")));
+        assert!(config("[state]\npath = \"\"\n").unwrap_err().contains("state.path"));
+        assert!(config("[control]\nadmin = { user = \"op\", password = \"\" }\n").unwrap_err().contains("control.admin"));
+    }
+}
