@@ -247,6 +247,13 @@ async fn the_operators_section_needs_its_credentials() {
     assert!(done.text().await.unwrap().contains("Purged"));
     me.get(&url).send().await.unwrap().bytes().await.unwrap();
     assert_eq!(origin.count("/k"), 2, "purged, fetched again");
+    // A whole host.
+    me.get(&url).send().await.unwrap().bytes().await.unwrap();
+    assert_eq!(origin.count("/k"), 2, "kept again");
+    let done = me.post("http://pith/admin/purge").basic_auth("op", Some("s3cret")).header("origin", "http://pith").form(&[("token", token.as_str()), ("host", "127.0.0.1")]).send().await.unwrap();
+    assert!(done.text().await.unwrap().contains("Purged everything kept from 127.0.0.1"));
+    me.get(&url).send().await.unwrap().bytes().await.unwrap();
+    assert_eq!(origin.count("/k"), 3, "the host's entries were purged");
     let page = me.get("http://pith/admin").basic_auth("op", Some("s3cret")).send().await.unwrap().text().await.unwrap();
     assert!(page.contains("Sites in the last hour") && page.contains("<td>127.0.0.1</td>"), "per-site bytes: {page}");
 }

@@ -502,14 +502,20 @@ async fn admin(state: &State, req: Request<Incoming>, path: &str) -> Response<Pr
                 Err(Refused(status, why)) => return own::page(status, "Not done", &format!("<p>{}</p>", own::escape(&why))),
             };
             let url = form.get("url").map(|u| u.trim().to_string()).unwrap_or_default();
+            let host = crate::host::normalise(form.get("host").map_or("", String::as_str)).into_owned();
             let done = match (&state.cache, url.parse::<http::Uri>()) {
                 (None, _) => "The cache is off: there is nothing to purge.".to_string(),
+                (Some(cache), _) if url.is_empty() && !host.is_empty() && host.len() <= 253 && host.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._:".contains(&b)) => {
+                    cache.purge_host(&host);
+                    tracing::info!(%host, "cache entries purged by an operator");
+                    format!("Purged everything kept from {host}, in every profile.")
+                }
                 (Some(cache), Ok(uri)) if uri.scheme().is_some() && uri.host().is_some() => {
                     cache.invalidate_uri(&uri.to_string());
                     tracing::info!(url = %uri, "cache entries purged by an operator");
                     format!("Purged what was kept for {uri}, in every profile.")
                 }
-                _ => "Give an absolute URL, such as https://example.com/page.".to_string(),
+                _ => "Give an absolute URL, such as https://example.com/page, or a host name.".to_string(),
             };
             page::admin(state, &state.control.token(&who), Some(&done))
         }

@@ -178,9 +178,18 @@ pub fn admin(state: &State, token: &str, done: Option<&str>) -> Response<ProxyBo
         }
         b.push_str("</tbody></table>");
     }
-    b.push_str("<form method=\"post\" action=\"/admin/purge\"><fieldset><legend>Purge the cache for one URL</legend>");
-    let _ = write!(b, "<input type=\"hidden\" name=\"token\" value=\"{}\">", own::escape(token));
-    b.push_str("<p><label for=\"purge-url\">URL</label><br><input type=\"url\" id=\"purge-url\" name=\"url\" required></p><p><button type=\"submit\">Purge</button></p></fieldset></form>");
+    let token = own::escape(token);
+    let _ = write!(
+        b,
+        "<form method=\"post\" action=\"/admin/purge\"><fieldset><legend>Purge the cache for one URL</legend>\
+         <input type=\"hidden\" name=\"token\" value=\"{token}\">\
+         <p><label for=\"purge-url\">URL</label><br><input type=\"url\" id=\"purge-url\" name=\"url\" required></p>\
+         <p><button type=\"submit\">Purge the URL</button></p></fieldset></form>\
+         <form method=\"post\" action=\"/admin/purge\"><fieldset><legend>Purge the cache for one site</legend>\
+         <input type=\"hidden\" name=\"token\" value=\"{token}\">\
+         <p><label for=\"purge-host\">Host name</label><br><input type=\"text\" id=\"purge-host\" name=\"host\" required></p>\
+         <p><button type=\"submit\">Purge the site</button></p></fieldset></form>"
+    );
     b.push_str("<p><a href=\"/\">pith's page</a></p>");
     own::page(StatusCode::OK, "pith: operators", &b)
 }
