@@ -395,3 +395,34 @@ async fn clients_of_listeners_with_auth_are_told_apart_by_user() {
     let (theirs, _) = control_page(&bob).await;
     assert!(theirs.contains("as the user <strong>bob</strong>") && !theirs.contains("value=\"pass\" checked"), "{theirs}");
 }
+
+#[tokio::test]
+async fn choices_outlive_a_reload_and_a_new_state_file_waits_for_a_restart() {
+    let origin = cluttered_origin().await;
+    let dir = tempfile::tempdir().unwrap();
+    let toml = state_config(&dir.path().join("state.redb"));
+    let config = pith::config::Config::from_toml_str(&toml, "test.toml", None).unwrap();
+    let proxy = pith::net::Proxy::bind(config).await.unwrap();
+    let (addr, handle) = (proxy.local_addrs()[0], proxy.handle());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(proxy.run(async move {
+        let _ = stopped.await;
+    }));
+    let me = client_builder(reqwest::Proxy::all(format!("http://{addr}")).unwrap()).redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let (_, token) = control_page(&me).await;
+    assert_eq!(post(&me, "/choose", &[("token", &token), ("profile", "pass")], None).await.status(), 303);
+    let url = origin.url("/page");
+    assert!(original(&me, &url).await);
+
+    let same = pith::config::Config::from_toml_str(&toml, "test.toml", None).unwrap();
+    assert!(handle.reload(same).unwrap().needs_restart.is_empty());
+    assert!(original(&me, &url).await, "the choice outlives the reload");
+    let (_, after) = control_page(&me).await;
+    assert_eq!(after, token, "and so does the token");
+
+    let moved = pith::config::Config::from_toml_str(&state_config(&dir.path().join("other.redb")), "test.toml", None).unwrap();
+    let notes = handle.reload(moved).unwrap().needs_restart;
+    assert!(notes.iter().any(|n| n.contains("state.path")), "{notes:?}");
+    assert!(original(&me, &url).await, "choices stay in the file in use");
+    drop(stop);
+}
