@@ -118,3 +118,6 @@ mkdir -p "$out"
 IFS=,; pages="${folders[*]}"; unset IFS
 node "$repo/tests/browser/check.mjs" --pages "$pages" --proxy "declutter=$declutter,reader=$reader" \
     --out "$out" --sample "$sample" "${shots[@]}" "${gate[@]}"
+# pith's own pages clicked through: choose reading mode on http://pith/, read an article, press
+# "original" on the bar; axe-core on the control page and the bar (tests/browser/control.mjs).
+node "$repo/tests/browser/control.mjs" --proxy "$declutter"

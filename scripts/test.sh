@@ -17,14 +17,19 @@ export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 # to override.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 export CARGO_PROFILE_DEV_DEBUG="${CARGO_PROFILE_DEV_DEBUG:-line-tables-only}"
-# The ICAP tests (tests/icap/squid.rs) run Debian's Squid in front of pith; they fail, saying
-# so, without it. Installed here when missing (needs root or sudo).
-if ! command -v squid >/dev/null 2>&1 && [ ! -x /usr/sbin/squid ]; then
-    echo "test.sh: installing squid with apt-get" >&2
+# Debian programs the integration tests drive, installed here when missing (needs root or
+# sudo); a test without its program fails, saying so: Squid in front of pith's ICAP service
+# (tests/icap/squid.rs), lynx reading the control page and the URL gateway (tests/control.rs,
+# tests/gateway.rs).
+missing=()
+command -v squid >/dev/null 2>&1 || [ -x /usr/sbin/squid ] || missing+=(squid)
+command -v lynx >/dev/null 2>&1 || missing+=(lynx)
+if [ "${#missing[@]}" -gt 0 ]; then
+    echo "test.sh: installing ${missing[*]} with apt-get" >&2
     sudo=()
     [ "$(id -u)" -eq 0 ] || sudo=(sudo)
     "${sudo[@]}" apt-get update -qq
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends squid >/dev/null
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 # Two cores: one integration-test binary, built once.
 # Benches are only type-checked here: run in test mode they walk every development page in a

@@ -479,6 +479,9 @@ pub struct Snapshot {
 /// waiting on other requests for it (images, scripts, private pages).
 const PASS_FOR: Duration = Duration::from_secs(30);
 
+/// Most hosts an operator's purges are remembered for ([`Cache::purge_host`]).
+pub const MAX_PURGED_HOSTS: usize = 1024;
+
 /// The store: kept responses by key, bounded in bytes, plus the `Vary` names seen per URL and
 /// the URLs recently found not worth keeping.
 pub struct Cache {
@@ -487,6 +490,9 @@ pub struct Cache {
     passes: moka::sync::Cache<BaseKey, ()>,
     /// When an unsafe request last succeeded, per URL: entries made before then are invalid.
     invalidated: moka::sync::Cache<String, Instant>,
+    /// When an operator last purged a host (`http://pith/admin`): its entries made before then
+    /// are invalid. Read only once some host was purged ([`Cache::purge_host`]).
+    purged_hosts: std::sync::RwLock<BTreeMap<String, Instant>>,
     settings: BTreeMap<String, u64>,
     /// `cache.pass`: whether the `pass` profile's requests use the cache.
     serves_pass: bool,
@@ -556,6 +562,7 @@ impl Cache {
             variants,
             passes,
             invalidated,
+            purged_hosts: std::sync::RwLock::default(),
             settings,
             serves_pass: config.pass,
             max_bytes: config.max_bytes,
@@ -681,9 +688,36 @@ impl Cache {
         }
     }
 
-    /// True when an unsafe request to the entry's URL succeeded after the entry was made.
+    /// True when an unsafe request to the entry's URL succeeded after the entry was made, or an
+    /// operator purged its host since.
     pub fn is_invalid(&self, key: &Key, entry: &Entry) -> bool {
-        self.invalidated.get(key.base.url.as_str()).is_some_and(|at| entry.made <= at)
+        self.invalidated.get(key.base.url.as_str()).is_some_and(|at| entry.made <= at) || self.is_purged(&key.base.url, entry.made)
+    }
+
+    /// Marks every kept response of `host` (any port, scheme or profile) invalid, as
+    /// [`Cache::invalidate_uri`] does for one URL. At most [`MAX_PURGED_HOSTS`] are remembered;
+    /// past it the oldest mark goes.
+    pub fn purge_host(&self, host: &str) {
+        let mut hosts = self.purged_hosts.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if hosts.len() >= MAX_PURGED_HOSTS && !hosts.contains_key(host) {
+            if let Some(oldest) = hosts.iter().min_by_key(|(_, at)| **at).map(|(h, _)| h.clone()) {
+                hosts.remove(&oldest);
+            }
+        }
+        hosts.insert(host.to_ascii_lowercase(), Instant::now());
+    }
+
+    fn is_purged(&self, url: &str, made: Instant) -> bool {
+        let hosts = self.purged_hosts.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if hosts.is_empty() {
+            return false;
+        }
+        let authority = url.split_once("://").map_or("", |(_, rest)| rest.split(['/', '?', '#']).next().unwrap_or(""));
+        let host = match authority.strip_prefix('[') {
+            Some(v6) => v6.split(']').next().unwrap_or(""),
+            None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+        };
+        hosts.get(&host.to_ascii_lowercase()).is_some_and(|at| made <= *at)
     }
 
     /// Remembers for a while that the response for `key`'s URL was not kept (not a page, or not

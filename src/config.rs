@@ -31,10 +31,12 @@ use crate::extract::algorithm::Algorithm;
 use crate::pipeline::{Output, Profile, Reader, Stage2};
 use crate::tls::HostList;
 
+mod control;
 mod icap;
 mod listener;
 mod raw;
 
+pub use control::{ControlConfig, RawControl, RawState};
 pub use listener::{collides, MAX_OPEN_V4, MAX_OPEN_V6_SUBNETS};
 pub use raw::{
     RawAuth, RawCache, RawConfig, RawFilters, RawIcap, RawIntercept, RawLimits, RawListener, RawLog, RawProfile, RawUpstream,
@@ -145,6 +147,8 @@ pub struct Config {
     pub intercept: InterceptConfig,
     /// ICAP services (`[[icap]]`), in file order; none by default.
     pub icap: Vec<IcapConfig>,
+    /// The control page and the state file (`[control]`, `[state]`).
+    pub control: ControlConfig,
 }
 
 /// One validated `[[icap]]`: where an ICAP client such as Squid reaches pith, the profile its
@@ -371,6 +375,7 @@ impl Validator<'_> {
         }
         self.check_distinct(raw_listeners, &listeners)?;
         let icap = self.icap_services(&raw.icap, &profiles, &listeners)?;
+        let control = self.control(&raw.state, &raw.control, &profiles)?;
         Ok(Config {
             log_level,
             listeners,
@@ -380,6 +385,7 @@ impl Validator<'_> {
             cache: self.cache(&raw.cache)?,
             intercept: self.intercept(&raw.intercept)?,
             icap,
+            control,
         })
     }
 
@@ -432,6 +438,7 @@ impl Validator<'_> {
             };
             let rules = self.rules(filters, &p.rules, &format!("{key}.rules"))?;
             let mut profile = Profile::new(name, Arc::new(rules), output);
+            profile.bar = p.bar.unwrap_or(true);
             if let Some(options) = self.stage2_options(p, &key)? {
                 profile = profile.with_stage2(Stage2 { options, sites: Arc::clone(&sites), ads: ads.clone() });
             }

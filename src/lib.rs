@@ -23,6 +23,7 @@
 //! | [`cache`] | every storable response kept in memory (rewritten pages as rewritten, others as the origin sent them; moka, bounded in bytes), fresh by RFC 9111 |
 //! | [`config`] | `proxy.toml`: raw serde mirror → validated [`config::Config`]; errors name file:line and key |
 //! | [`tls`] | HTTPS interception: the local CA, per-host leaf certificates (moka), host policy lists |
+//! | [`state`] | the state file: each client's profile choice and per-site switches (redb), versioned and checked at start-up |
 //! | [`net`] | listeners, connections, admission, forwarding, CONNECT tunnels, the proxy's own pages |
 //! | [`body`] | content-codings: decode with a cap, encode for the client; bytes only, no HTTP types |
 //! | [`html`] | charset detection and transcoding, rule files, stage 1: the streaming rewriter, and the same rules as a filter of tree building |
@@ -51,4 +52,5 @@ pub mod icap;
 pub mod net;
 pub mod pipeline;
 pub mod render;
+pub mod state;
 pub mod tls;

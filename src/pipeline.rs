@@ -79,6 +79,9 @@ pub struct Profile {
     pub stage2: Option<Arc<Stage2>>,
     /// Reading mode: the main content alone, in the reading page. `None` for other profiles.
     pub reader: Option<Arc<Reader>>,
+    /// The control bar ("original", "reading mode") atop each page rewritten in this profile
+    /// (`profiles.NAME.bar`); shown only while `control.choices` is on.
+    pub bar: bool,
     pass: bool,
 }
 
@@ -117,7 +120,7 @@ pub struct Stage2 {
 impl Profile {
     /// A named profile without stage 2.
     pub fn new(name: &str, rules: Arc<RuleSet>, output: Output) -> Profile {
-        Profile { name: name.to_string(), rules, output, stage2: None, reader: None, pass: false }
+        Profile { name: name.to_string(), rules, output, stage2: None, reader: None, bar: true, pass: false }
     }
 
     /// The profile in reading mode, as `reader` says.
@@ -134,7 +137,7 @@ impl Profile {
 
     /// The built-in `pass` profile: responses are forwarded untouched.
     pub fn pass() -> Profile {
-        Profile { name: "pass".to_string(), rules: Arc::new(RuleSet::empty()), output: Output::Html, stage2: None, reader: None, pass: true }
+        Profile { name: "pass".to_string(), rules: Arc::new(RuleSet::empty()), output: Output::Html, stage2: None, reader: None, bar: false, pass: true }
     }
 
     /// True for `pass`: the proxy never buffers or rewrites for it.

@@ -140,7 +140,8 @@ async fn extract_and_the_proxy_agree_on_a_page_too_deep_for_the_tree() {
     let origin = Origin::new().route("/deep", move |_| reply(&[("content-type", "text/html")], served.clone())).run().await;
     let url = origin.url("/deep");
     for profile in ["declutter", "text", "reader", "reader-text"] {
-        let proxy = crate::common::Pith::start(&format!("profile = \"{profile}\"\n{READERS}")).await;
+        // Without choices, so without the control bar: that line is the proxy's alone.
+        let proxy = crate::common::Pith::start(&format!("profile = \"{profile}\"\n{READERS}\n[control]\nchoices = false\n")).await;
         let resp = proxy.client().get(&url).send().await.unwrap();
         assert_eq!(resp.status(), 200, "{profile}");
         assert_eq!(resp.headers()["content-type"], "text/html; charset=utf-8", "{profile}: the stage-1 HTML page");

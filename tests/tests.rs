@@ -14,6 +14,7 @@ mod charset;
 mod codings;
 mod config;
 mod connect;
+mod control;
 mod deny;
 mod errors;
 mod extract;

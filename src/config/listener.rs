@@ -62,7 +62,7 @@ impl Validator<'_> {
 
     /// `listener.auth`: a user name and a password that are not empty. An empty password is
     /// no protection: anyone who knows the user name (often in a client's settings) is in.
-    fn credentials(&self, a: &Spanned<RawAuth>) -> Result<Credentials, ConfigError> {
+    pub(super) fn credentials(&self, a: &Spanned<RawAuth>) -> Result<Credentials, ConfigError> {
         let RawAuth { user, password } = a.get_ref();
         if user.is_empty() || user.contains(':') {
             return Err(self.err(a.span(), "listener.auth.user", "the user name must be non-empty and contain no ':'"));

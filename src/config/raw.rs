@@ -29,6 +29,10 @@ pub struct RawConfig {
     pub intercept: RawIntercept,
     /// `[[icap]]`.
     pub icap: Vec<RawIcap>,
+    /// `[state]`.
+    pub state: super::RawState,
+    /// `[control]`.
+    pub control: super::RawControl,
 }
 
 /// `[log]`.
@@ -293,6 +297,9 @@ pub struct RawProfile {
     /// Reading mode with this extractor (`pith`, `cetr`, …); unset: no reading mode.
     #[serde(default)]
     pub algorithm: Option<Spanned<String>>,
+    /// The bar of "original" and "reading mode" links atop each rewritten page; default true.
+    #[serde(default)]
+    pub bar: Option<bool>,
 }
 
 /// The default of `limits.max_headers`: also the HTTP/1 parser's own default, which keeps its

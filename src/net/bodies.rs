@@ -164,6 +164,9 @@ pub struct AccessRecord {
     pub action: Action,
     /// When the request arrived.
     pub start: Instant,
+    /// Where the request is counted when its line is written, and as whom
+    /// ([`super::control::tally`]).
+    pub tally: Option<(std::sync::Arc<super::control::Control>, String)>,
 }
 
 /// What pith did with a request: the access log's `action`. One variant per decision, so
@@ -289,6 +292,9 @@ impl AccessRecord {
     /// stands on its own fields, the same wherever it is written (hyper polls the body
     /// outside any span; a dropped request writes it inside one).
     pub fn write(&self, client_bytes: u64, ending: Ending) {
+        if let Some((control, who)) = &self.tally {
+            control.tally.record(self, who, client_bytes);
+        }
         tracing::info!(
             target: "pith::access",
             parent: None,

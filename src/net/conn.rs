@@ -27,7 +27,7 @@ use super::drain::Guard;
 use super::per_client::ClientSlot;
 use super::error::ProxyError;
 use super::reload::Live;
-use super::{admit, cached, connect, forward, own, target, State};
+use super::{admit, cached, connect, control, forward, own, target, State};
 use crate::config::{Limits, ListenerConfig, DEFAULT_MAX_HEADERS};
 
 /// One listener's accept loop.
@@ -289,6 +289,7 @@ impl Handler {
             profile: this.listener.profile.name.clone(),
             action: Action::Pass,
             start: Instant::now(),
+            tally: Some((this.state.control.clone(), control::client_id(&this.listener, this.client.ip()))),
         };
         let span = request_span(&this, &req, &record.url);
         let mut pending = Unanswered { record: Some(record), guard: &this.guard };
@@ -332,13 +333,14 @@ impl Handler {
         };
         let Some(uri) = target else {
             record.action = Action::Own;
-            return Ok((own::serve_own(&self.state, req.uri().path()).await, false));
+            let uri = req.uri().clone();
+            return Ok((control::serve(self.asked(), req, &uri).await, false));
         };
         let host = uri.host().unwrap_or_default().trim_matches(|c| c == '[' || c == ']').to_string();
         let port = uri.port_u16().unwrap_or(if uri.scheme() == Some(&http::uri::Scheme::HTTPS) { 443 } else { 80 });
         if self.state.is_self(&host, port) {
             record.action = Action::Own;
-            return Ok((own::serve_own(&self.state, uri.path()).await, false));
+            return Ok((control::serve(self.asked(), req, &uri).await, false));
         }
         if forward::has_passed(req.headers(), &self.state.via) {
             return Err(ProxyError::Loop { target: uri.to_string() });
@@ -348,7 +350,14 @@ impl Handler {
             record.action = Action::Upgrade;
             return Ok((forward::upgrade(&self.state, req, uri, &host, (self.guard.clone(), self.downstream.clone())).await?, false));
         }
-        let target = cached::Target { host: &host, uri, profile: &self.listener.profile };
+        // The client's own choice, when it made one ([`control::Control::profile_for`]).
+        let who = || control::client_id(&self.listener, self.client.ip());
+        let chosen = self.state.control.profile_for(&self.state.config.control, who, &host, &record.url);
+        let profile = chosen.as_ref().unwrap_or(&self.listener.profile);
+        if let Some(p) = &chosen {
+            record.profile.clone_from(&p.name);
+        }
+        let target = cached::Target { host: &host, uri, profile };
         let served = cached::serve(&self.state, target, req).await?;
         record.action = served.action;
         record.origin_bytes = served.origin_bytes;
@@ -375,6 +384,11 @@ impl Handler {
             }
         });
         req
+    }
+
+    /// What the control page needs of this request's client.
+    fn asked(&self) -> control::Asked<'_> {
+        control::Asked { state: &self.state, listener: &self.listener, client: self.client.ip() }
     }
 
     /// Takes a token from the client's bucket when `limits.client_rate` is set.

@@ -81,7 +81,9 @@ pub async fn tunnel(handler: &Handler, req: Request<Incoming>) -> Result<Respons
     let guard = handler.guard().clone();
     let (client, target) = (ends.client, ends.target.clone());
     let span = tunnel_span(client, &target);
+    let counted = state.control.tally.tunnel_open();
     let task = async move {
+        let _counted = counted;
         let copied = guard.tunnel(async move {
             let Some(downstream) = upgraded(req).await else { return };
             copy(downstream, upstream, &[], ends).await;
@@ -203,7 +205,9 @@ fn spawn_intercept(req: Request<Incoming>, handler: Handler, host: String, port:
     let guard = handler.guard().clone();
     let (client, target) = (handler.client_addr(), format!("{host}:{port}"));
     let span = tunnel_span(client, &req.uri().to_string());
+    let counted = handler.state().control.tally.tunnel_open();
     let task = async move {
+        let _counted = counted;
         if guard.tunnel(intercept(req, handler, host, port)).await.is_none() {
             log_closed_at_deadline(client, &target);
         }

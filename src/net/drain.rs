@@ -59,6 +59,11 @@ impl Drain {
         Guard { phase: self.phase.subscribe(), _slot: slot }
     }
 
+    /// The count behind [`Drain::open_connections`], for `/metrics`.
+    pub fn counter(&self) -> Arc<AtomicUsize> {
+        self.open.clone()
+    }
+
     /// Client connections open now, counting a connection whose tunnel is still open.
     pub fn open_connections(&self) -> usize {
         self.open.load(Ordering::Relaxed)

@@ -19,7 +19,8 @@
 //! - [`respond`]: classify a response, then pass it through or rewrite it.
 //! - [`budget`]: the memory budget of the pages being buffered and rewritten.
 //! - [`connect`]: CONNECT: blind tunnels, and HTTPS interception with leaves from [`crate::tls`].
-//! - [`own`]: pith's own pages and error pages.
+//! - [`own`]: pith's own pages and error pages; [`control`]: the control page at `http://pith/`
+//!   (each client's profile choice and per-site switches, the bar, PAC, metrics).
 //! - [`bodies`]: the body types served and the wrappers that time and log them.
 //! - [`icap`]: the ICAP service (`[[icap]]`): Squid hands pith responses, pith rewrites them
 //!   with the steps of [`respond`].
@@ -30,6 +31,7 @@ pub mod budget;
 pub mod cached;
 pub mod conn;
 pub mod connect;
+pub mod control;
 pub mod downstream;
 pub mod drain;
 pub mod error;
@@ -79,6 +81,9 @@ pub struct State {
     pub rate: Option<Arc<rate::RateLimiter>>,
     /// The rewrite memory budget (`limits.rewrite_memory_bytes`).
     pub budget: Arc<budget::Budget>,
+    /// Each client's choices and the counts of what was served; made at start-up and kept
+    /// across reloads.
+    pub control: Arc<control::Control>,
 }
 
 impl State {
@@ -118,6 +123,9 @@ pub enum StartError {
         #[source]
         source: crate::tls::CaError,
     },
+    /// The state file (`state.path`) cannot be used.
+    #[error(transparent)]
+    State(#[from] crate::state::StateError),
 }
 
 /// The bound proxy, ready to run.
@@ -149,7 +157,9 @@ impl Proxy {
         let configured = config.listeners.iter().map(|l| l.address).collect();
         let via = HeaderValue::from_str(&format!("1.1 pith-{:08x}", process_token())).expect("ASCII text is a valid header value");
         let state = State::assemble(config, via, own_addrs, None)?;
-        Ok(Proxy { live: Arc::new(reload::Live::new(state, configured)), sockets, icap, icap_counters: Arc::default() })
+        let live = Arc::new(reload::Live::new(state, configured));
+        live.current().control.tally.watch_connections(live.drain.counter());
+        Ok(Proxy { live, sockets, icap, icap_counters: Arc::default() })
     }
 
     /// The addresses the ICAP services (`[[icap]]`) actually bound, in config order.

@@ -95,7 +95,10 @@ impl ProxyHandle {
     pub fn reload(&self, config: Config) -> Result<Reloaded, StartError> {
         let mut applied_max = self.live.reloading.lock().unwrap_or_else(PoisonError::into_inner);
         let old = self.live.current();
-        let needs_restart = restart_notes(&self.live.configured, &config);
+        let mut needs_restart = restart_notes(&self.live.configured, &config);
+        if old.config.control.state_path != config.control.state_path {
+            needs_restart.push("state.path: a new state file takes a restart; choices are still kept in the old one".to_string());
+        }
         let state = State::assemble(config, old.via.clone(), old.own_addrs.clone(), Some(&old))?;
         let max = state.config.limits.max_connections;
         resize(&self.live.limit, *applied_max, max);
@@ -203,7 +206,12 @@ impl State {
             Some(p) if p.config.limits.rewrite_memory_bytes == memory && p.config.limits.rewrite_memory_wait == wait => p.budget.clone(),
             _ => Arc::new(super::budget::Budget::new(memory, wait)),
         };
-        Ok(State { config: Arc::new(config), client, via, own_addrs, cache, certs, listeners, rate, budget })
+        // The choices and counts outlive every state; a new `state.path` takes a restart.
+        let control = match prev {
+            Some(p) => p.control.clone(),
+            None => Arc::new(super::control::Control::open(&config.control)?),
+        };
+        Ok(State { config: Arc::new(config), client, via, own_addrs, cache, certs, listeners, rate, budget, control })
     }
 }
 

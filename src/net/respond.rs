@@ -125,7 +125,8 @@ pub async fn respond_outcome(state: &State, ex: &Exchange<'_>, resp: Response<In
     let origin_bytes = raw.iter().map(|b| b.len() as u64).sum();
     // The decoded page is all that rewriting needs.
     drop(raw);
-    let body = rewrite(state, ex, &mut parts.headers, decoded).await?;
+    let bar = super::control::bar(&state.config.control, ex.profile, ex.url);
+    let body = rewrite(state, ex, &mut parts.headers, decoded, bar).await?;
     hold.shrink_to(body.len() as u64);
     // The encoders leave up to half of the buffer unused; a kept page would keep it all.
     let mut body = body;
@@ -135,11 +136,14 @@ pub async fn respond_outcome(state: &State, ex: &Exchange<'_>, resp: Response<In
 
 /// Rewrites a whole decoded page for the client of `ex`: the pipeline in the profile's form,
 /// the body encoded as the client accepts, `headers` (the origin's) made to match. The step
-/// after reading a page, shared by the proxy and the ICAP service ([`super::icap`]).
-pub async fn rewrite(state: &State, ex: &Exchange<'_>, headers: &mut HeaderMap, decoded: Vec<u8>) -> Result<Vec<u8>, ProxyError> {
+/// after reading a page, shared by the proxy and the ICAP service ([`super::icap`]). `bar` is
+/// the control bar to put at the top of the page ([`super::control::bar`]): the proxy's pages
+/// have it, an ICAP client's do not (its clients reach pith's own pages through it only if
+/// it says so).
+pub async fn rewrite(state: &State, ex: &Exchange<'_>, headers: &mut HeaderMap, decoded: Vec<u8>, bar: Option<String>) -> Result<Vec<u8>, ProxyError> {
     let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
     let coding = codec::choose_encoding(ex.accept_encoding.as_ref().and_then(|v| v.to_str().ok()));
-    let (page, body) = transform(ex.profile, decoded, content_type, coding, ex.host, ex.url).await?;
+    let (page, body) = transform(ex.profile, decoded, content_type, coding, (ex.host, ex.url), bar).await?;
     rewrite_headers(headers, &page, coding, body.len(), ex.profile, state);
     Ok(body)
 }
@@ -339,13 +343,19 @@ fn strip_response_hop_by_hop(headers: &mut HeaderMap, state: &State) {
 /// Rewrites the page and encodes it for the client: inline for an ordinary page, on the
 /// blocking pool for a large one, whose parse and compression would hold an async worker for
 /// long, and in turns ([`large_rewrites`]) for a huge one.
-async fn transform(profile: &Profile, doc: Vec<u8>, content_type: Option<String>, coding: Coding, host: &str, url: &str) -> Result<(pipeline::Page, Vec<u8>), ProxyError> {
+/// `bar` is the control bar to put atop an HTML page ([`super::control::bar`]).
+async fn transform(profile: &Profile, doc: Vec<u8>, content_type: Option<String>, coding: Coding, (host, url): (&str, &str), bar: Option<String>) -> Result<(pipeline::Page, Vec<u8>), ProxyError> {
     const INLINE_BYTES: usize = 512 * 1024;
     const HUGE_BYTES: usize = 4 << 20;
     let (inline, huge) = (doc.len() <= INLINE_BYTES, doc.len() > HUGE_BYTES);
     let host = host.to_string();
     let job = move |profile: &Profile, url: &str| -> Result<(pipeline::Page, Vec<u8>), ProxyError> {
+        let started = std::time::Instant::now();
         let mut page = process(profile, &doc, content_type.as_deref(), url).map_err(|source| ProxyError::Rewrite { host, source })?;
+        super::control::tally::rewrite_time().observe(started.elapsed());
+        if let Some(bar) = bar.as_deref().filter(|_| page.content_type.starts_with("text/html")) {
+            super::control::insert_bar(&mut page.body, bar);
+        }
         let body = match coding {
             // The page as it is: an identity encoder would only copy it.
             Coding::Identity => std::mem::take(&mut page.body),

@@ -74,7 +74,7 @@ impl Conn {
             Collected::Stopped { raw, why } => return self.unchanged(state, &mut msg, raw, why).await,
         };
         let mut headers = std::mem::take(&mut msg.res.headers);
-        let body = match respond::rewrite(state, &ex, &mut headers, decoded).await {
+        let body = match respond::rewrite(state, &ex, &mut headers, decoded, None).await {
             Ok(body) => body,
             Err(e) => return self.rewrite_failed(&msg, &e.to_string()).await,
         };
