@@ -27,7 +27,7 @@ use super::drain::Guard;
 use super::per_client::ClientSlot;
 use super::error::ProxyError;
 use super::reload::Live;
-use super::{admit, cached, connect, forward, own, target, State};
+use super::{admit, cached, connect, forward, gateway, own, target, upgrade, State};
 use crate::config::{Limits, ListenerConfig, DEFAULT_MAX_HEADERS};
 
 /// One listener's accept loop.
@@ -331,12 +331,18 @@ impl Handler {
             }
         };
         let Some(uri) = target else {
+            if gateway::is_route(req.uri().path()) {
+                return gateway::serve(&self.state, &self.listener, req, record).await;
+            }
             record.action = Action::Own;
             return Ok((own::serve_own(&self.state, req.uri().path()).await, false));
         };
         let host = uri.host().unwrap_or_default().trim_matches(|c| c == '[' || c == ']').to_string();
         let port = uri.port_u16().unwrap_or(if uri.scheme() == Some(&http::uri::Scheme::HTTPS) { 443 } else { 80 });
         if self.state.is_self(&host, port) {
+            if gateway::is_route(uri.path()) {
+                return gateway::serve(&self.state, &self.listener, req, record).await;
+            }
             record.action = Action::Own;
             return Ok((own::serve_own(&self.state, uri.path()).await, false));
         }
@@ -348,8 +354,16 @@ impl Handler {
             record.action = Action::Upgrade;
             return Ok((forward::upgrade(&self.state, req, uri, &host, (self.guard.clone(), self.downstream.clone())).await?, false));
         }
-        let target = cached::Target { host: &host, uri, profile: &self.listener.profile };
-        let served = cached::serve(&self.state, target, req).await?;
+        // A plain-HTTP client's page may be fetched over HTTPS, and is served as its listener says.
+        let plain = self.intercepted.is_none();
+        let asked = uri.clone();
+        let uri = upgrade::target(&self.state, &self.listener, &uri).filter(|_| plain).unwrap_or(uri);
+        let adapted = upgrade::profile_for(&self.state, &self.listener, plain);
+        let target = cached::Target { host: &host, uri, profile: adapted.as_ref().unwrap_or(&self.listener.profile) };
+        let mut served = cached::serve(&self.state, target, req).await?;
+        if plain {
+            upgrade::finish(&self.state, &self.listener, &asked, &mut served.response);
+        }
         record.action = served.action;
         record.origin_bytes = served.origin_bytes;
         Ok((served.response, record.action.streams_origin()))

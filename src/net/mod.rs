@@ -19,7 +19,10 @@
 //! - [`respond`]: classify a response, then pass it through or rewrite it.
 //! - [`budget`]: the memory budget of the pages being buffered and rewritten.
 //! - [`connect`]: CONNECT: blind tunnels, and HTTPS interception with leaves from [`crate::tls`].
-//! - [`own`]: pith's own pages and error pages.
+//! - [`own`]: pith's own pages and error pages; [`gateway`]: the URL gateway (`/read?url=`)
+//!   on a listener's own address.
+//! - [`upgrade`]: HTTPS fetched for plain-HTTP clients, and the profile a listener serves
+//!   pages with (links, charset, HTML 3.2).
 //! - [`bodies`]: the body types served and the wrappers that time and log them.
 
 pub mod admit;
@@ -32,6 +35,7 @@ pub mod downstream;
 pub mod drain;
 pub mod error;
 pub mod forward;
+pub mod gateway;
 pub mod own;
 pub mod per_client;
 pub mod pooled;
@@ -41,6 +45,7 @@ pub mod resolve;
 pub mod respond;
 pub mod target;
 pub mod tee;
+pub mod upgrade;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -76,6 +81,8 @@ pub struct State {
     pub rate: Option<Arc<rate::RateLimiter>>,
     /// The rewrite memory budget (`limits.rewrite_memory_bytes`).
     pub budget: Arc<budget::Budget>,
+    /// Hosts that redirected to their own HTTPS URL, for `upgrade = "on-redirect"`.
+    pub upgraded: Arc<upgrade::Secure>,
 }
 
 impl State {

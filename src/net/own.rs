@@ -30,7 +30,8 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-fn page(status: StatusCode, title: &str, body_html: &str) -> Response<ProxyBody> {
+/// One of pith's own pages: `body_html` under the heading `title`.
+pub(super) fn page(status: StatusCode, title: &str, body_html: &str) -> Response<ProxyBody> {
     let html = format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">\
          <title>{t}</title><style>body{{font:1rem/1.5 system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem}}\

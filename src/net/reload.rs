@@ -203,7 +203,8 @@ impl State {
             Some(p) if p.config.limits.rewrite_memory_bytes == memory && p.config.limits.rewrite_memory_wait == wait => p.budget.clone(),
             _ => Arc::new(super::budget::Budget::new(memory, wait)),
         };
-        Ok(State { config: Arc::new(config), client, via, own_addrs, cache, certs, listeners, rate, budget })
+        let upgraded = prev.map_or_else(Default::default, |p| p.upgraded.clone());
+        Ok(State { config: Arc::new(config), client, via, own_addrs, cache, certs, listeners, rate, budget, upgraded })
     }
 }
 
