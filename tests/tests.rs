@@ -18,6 +18,7 @@ mod deny;
 mod errors;
 mod extract;
 mod faults;
+mod gateway;
 mod fixtures;
 mod html5lib;
 mod intercept;

@@ -180,7 +180,8 @@ const POLICY: &str = "script-src 'none'; object-src 'none'; frame-src 'none'; ba
 /// redirect routed through the gateway, the origin's other headers filtered ([`KEPT`]).
 fn finish(served: &mut Served, target: &Uri, profile: Option<&str>) -> Result<(), ProxyError> {
     let headers = served.response.headers();
-    if is_html(headers) && !is_rewritten(headers) {
+    let rewritten = is_rewritten(headers);
+    if is_html(headers) && !rewritten {
         return Err(ProxyError::NotRewritten { url: target.to_string() });
     }
     let location = headers.get(header::LOCATION).and_then(|v| v.to_str().ok()).and_then(|l| {
@@ -198,6 +199,11 @@ fn finish(served: &mut Served, target: &Uri, profile: Option<&str>) -> Result<()
     if let Some(location) = location {
         kept.insert(header::LOCATION, location);
     }
+    if !rewritten && !kept.contains_key(header::CONTENT_TYPE) {
+        // Not HTML by sniffing (or pith would have rewritten it): not to be sniffed as HTML
+        // by the browser either.
+        kept.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/octet-stream"));
+    }
     kept.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(POLICY));
     kept.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     kept.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
@@ -205,8 +211,9 @@ fn finish(served: &mut Served, target: &Uri, profile: Option<&str>) -> Result<()
     Ok(())
 }
 
+/// True when the response says it is HTML.
 fn is_html(headers: &HeaderMap) -> bool {
-    headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_none_or(|ct| {
+    headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|ct| {
         let essence = ct.split(';').next().unwrap_or("").trim();
         essence.eq_ignore_ascii_case("text/html") || essence.eq_ignore_ascii_case("application/xhtml+xml")
     })
@@ -219,16 +226,17 @@ fn is_rewritten(headers: &HeaderMap) -> bool {
 
 /// `/read` without an address: a box to type one in, and the profiles offered.
 pub fn url_box(listener: &ListenerConfig) -> Response<ProxyBody> {
-    own::page(StatusCode::OK, "Read a page through pith", &box_html(listener))
+    own::page(StatusCode::OK, "Read a page through pith", &box_html(Some(listener)))
 }
 
-/// The form of the URL box, for `/read` and pith's home page.
-pub fn box_html(listener: &ListenerConfig) -> String {
+/// The form of the URL box, for `/read` and (without a listener: no choice of profile) pith's
+/// home page.
+pub fn box_html(listener: Option<&ListenerConfig>) -> String {
     let mut html = format!(
         "<form action=\"{GATEWAY_PATH}\" method=\"get\"><p><label for=\"url\">Address</label> \
          <input id=\"url\" name=\"url\" type=\"url\" size=\"40\" placeholder=\"https://example.com/\" required>"
     );
-    if !listener.serving.gateway.is_empty() {
+    if let Some(listener) = listener.filter(|l| !l.serving.gateway.is_empty()) {
         html.push_str(" <select name=\"profile\" aria-label=\"Profile\">");
         for p in std::iter::once(&listener.profile).chain(&listener.serving.gateway) {
             html.push_str(&format!("<option>{}</option>", own::escape(&p.name)));
@@ -276,7 +284,9 @@ mod tests {
     #[test]
     fn only_rewritten_pages_count_as_rewritten() {
         let mut h = HeaderMap::new();
-        assert!(is_html(&h), "no type is treated as a page");
+        assert!(!is_html(&h), "no type: sniffed by pith, which rewrites what it finds is HTML");
+        h.insert(header::CONTENT_TYPE, HeaderValue::from_static("Text/HTML; charset=utf-8"));
+        assert!(is_html(&h));
         h.insert(header::CONTENT_TYPE, HeaderValue::from_static("image/png"));
         assert!(!is_html(&h));
         h.insert("x-pith", HeaderValue::from_static("profile=declutter; not-rewritten=over-budget"));
