@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs pith's whole test suite on a fresh machine: everything it needs is built here.
+# Runs pith's whole test suite on a fresh machine: everything it needs is built here (lynx,
+# which one integration test runs, is installed with apt-get when missing).
 # Usage: scripts/test.sh   (from anywhere in the repository)
 # Then 24 development pages in headless Chromium (scripts/browser.sh; installs Debian's
 # chromium and the npm packages it pins when missing). Last, a smoke run of every fuzz target:
@@ -16,6 +17,15 @@ export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 # to override.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 export CARGO_PROFILE_DEV_DEBUG="${CARGO_PROFILE_DEV_DEBUG:-line-tables-only}"
+# A Debian program the integration tests run: lynx reads a page through the URL gateway
+# (tests/gateway.rs). Installed here when missing; without it that test fails, saying so.
+if ! command -v lynx >/dev/null 2>&1; then
+    echo "test.sh: installing lynx with apt-get" >&2
+    sudo=()
+    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+    "${sudo[@]}" apt-get update -qq
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends lynx >/dev/null
+fi
 # Two cores: one integration-test binary, built once.
 # Benches are only type-checked here: run in test mode they walk every development page in a
 # debug build, which takes minutes and measures nothing. Run them with `cargo bench`.

@@ -319,3 +319,40 @@ async fn a_latin1_listener_transliterates_what_latin1_lacks() {
         assert!(!body.contains(newer), "{newer} in {body}");
     }
 }
+
+/// A text browser reads an HTTPS article through the gateway, as an old device would:
+/// `lynx -dump` (Debian's `lynx`; scripts/test.sh installs it when missing).
+#[tokio::test]
+async fn lynx_reads_an_https_article_through_the_gateway() {
+    let (origin, trust) = https_origin().await;
+    let pith = Pith::start(&format!("charset = \"iso-8859-1\"\nlegacy = true\n{}", trust.tables(&[]))).await;
+    let port = origin.addr.port();
+    let url = gateway_url(&pith, &format!("https://localhost:{port}/article"), "");
+    // lynx's own timeouts bound it; the test's guard is above them.
+    let args = ["-dump", "-width=200", "-display_charset=utf-8", "-assume_charset=iso-8859-1", "-connect_timeout=20", "-read_timeout=20"];
+    let run = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("lynx")
+            .args(args)
+            .arg(&url)
+            .env_remove("http_proxy")
+            .env_remove("HTTP_PROXY")
+            .env_remove("https_proxy")
+            .env_remove("all_proxy")
+            .output()
+    });
+    let out = match tokio::time::timeout(std::time::Duration::from_secs(60), run).await.expect("lynx finishes within a minute").expect("the task ran") {
+        Ok(out) => out,
+        Err(e) => panic!("lynx is needed for this test (Debian package `lynx`; scripts/test.sh installs it): {e}"),
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "lynx failed: {text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("The headline stays") && text.contains("First paragraph of the article stays"), "{text}");
+    assert!(text.contains("café") && text.contains("\"Curly quotes\"") && text.contains("東京"), "Latin-1, references for the rest: {text}");
+    assert!(!text.contains("TRACKER") && !text.contains("color: red"), "{text}");
+    // lynx's list of references: every link leads back through the gateway.
+    // (lynx shows the query's escapes decoded.)
+    let next = format!("http://{}/read?url=https://localhost:{port}/next", pith.addr);
+    assert!(text.contains(&next), "{text}");
+    assert!(!text.lines().any(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()) && l.contains(". https://")), "a link leaves the gateway: {text}");
+    assert_eq!(origin.count("/article"), 1);
+}
