@@ -18,7 +18,8 @@
 # by a veth pair whose two ends are shaped with tc netem (rate and delay each way); the origin
 # and pith listen on the host's end of the pair (10.77.0.1), pith reaching the origin over the
 # host side unshaped, as a gateway next to a fast uplink does. Only the pair's own addresses
-# are used. The origin's certificate is made here (openssl) and trusted by pith through
+# are used. A kernel without netem gets tbf for the rate and Chromium's emulated latency for
+# the round trip (said in the output). The origin's certificate is made here (openssl) and trusted by pith through
 # upstream.extra_root_certificates; Chromium ignores certificate errors (the origin's and
 # pith's CA), which changes nothing on the link. pith's cache is off: every load is fetched.
 #
@@ -96,8 +97,21 @@ ip link set "$host_if" up
 ip netns exec "$ns" ip addr add "$client_ip/30" dev "$client_if"
 ip netns exec "$ns" ip link set "$client_if" up
 ip netns exec "$ns" ip link set lo up
-tc qdisc add dev "$host_if" root netem delay "$delay" rate "$rate"
-ip netns exec "$ns" tc qdisc add dev "$client_if" root netem delay "$delay" rate "$rate"
+latency=()
+if tc qdisc add dev "$host_if" root netem delay "$delay" rate "$rate" 2>/dev/null; then
+    ip netns exec "$ns" tc qdisc add dev "$client_if" root netem delay "$delay" rate "$rate"
+    shaping="netem: $rate and $delay each way"
+else
+    # A kernel without netem (CONFIG_NET_SCH_NETEM): the rate by tbf on both ends, the round
+    # trip by Chromium's own network emulation, which adds it to each request instead of each
+    # packet exchange (TCP and TLS handshakes are not delayed): a kinder link than netem's.
+    tc qdisc add dev "$host_if" root tbf rate "$rate" burst 3000 latency 2s
+    ip netns exec "$ns" tc qdisc add dev "$client_if" root tbf rate "$rate" burst 3000 latency 2s
+    ms=${delay%ms}
+    [[ "$ms" =~ ^[0-9]+$ ]] || { echo "slow-link.sh: without netem --delay must be in ms" >&2; exit 64; }
+    latency=(--latency "$((2 * ms))")
+    shaping="tbf: $rate each way; no netem in this kernel, so a $((2 * ms)) ms round trip per request in Chromium"
+fi
 
 # The origin's certificate, for its address.
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj "/CN=$host_ip" \
@@ -141,7 +155,7 @@ chmod +x "$run/chromium"
 
 mkdir -p "$out"
 IFS=,; pages="${folders[*]}"; unset IFS
-echo "slow-link.sh: $rate and $delay each way; $sample pages of each of: $sets" >&2
+echo "slow-link.sh: $shaping; $sample pages of each of: $sets" >&2
 node "$repo/tests/browser/slow-link.mjs" --pages "$pages" --sample "$sample" --chromium "$run/chromium" \
     --origin "$host_ip:8443" --cert "$run/origin.pem" --key "$run/origin-key.pem" --pith "$host_ip:8080" \
-    --link "$host_if" --out "$out"
+    --link "$host_if" --out "$out" "${latency[@]}"

@@ -60,13 +60,19 @@ function sentBytes(link) {
   return Number(readFileSync(`/sys/class/net/${link}/statistics/tx_bytes`, 'utf8'));
 }
 
-async function load(browser, proxy, url, allowedHosts, link) {
+async function load(browser, proxy, url, allowedHosts, link, latency) {
   const context = await browser.newContext({ ignoreHTTPSErrors: true, ...(proxy ? { proxy: { server: proxy } } : {}) });
   await context.route('**/*', (route) => {
     const u = new URL(route.request().url());
     return allowedHosts.has(u.host) ? route.continue() : route.abort();
   });
   const page = await context.newPage();
+  if (latency) {
+    // The round trip where the kernel cannot delay packets (see scripts/slow-link.sh).
+    const cdp = await context.newCDPSession(page);
+    await cdp.send('Network.enable');
+    await cdp.send('Network.emulateNetworkConditions', { offline: false, latency, downloadThroughput: -1, uploadThroughput: -1 });
+  }
   const before = sentBytes(link);
   const start = performance.now();
   let readable = null;
@@ -112,14 +118,14 @@ async function main() {
     const row = { page: p.path };
     for (const [way, of] of Object.entries(ways)) {
       const { proxy, url } = of(p.path);
-      row[way] = await load(browser, proxy, url, allowed, args.link);
+      row[way] = await load(browser, proxy, url, allowed, args.link, args.latency ? Number(args.latency) : 0);
     }
     rows.push(row);
     console.log(JSON.stringify(row));
   }
   await browser.close();
   server.close();
-  const summary = { pages: rows.length, min_text_chars: MIN_TEXT };
+  const summary = { pages: rows.length, min_text_chars: MIN_TEXT, emulated_round_trip_ms: args.latency ? Number(args.latency) : null };
   for (const way of Object.keys(ways)) {
     summary[way] = {
       median_readable_ms: median(rows.map((r) => r[way].readable_ms ?? LOAD_TIMEOUT_MS)),
