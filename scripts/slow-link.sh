@@ -2,7 +2,7 @@
 # Development pages over a slow link, three ways, in headless Chromium: straight from the
 # origin over HTTPS, through pith with HTTPS interception, and through pith's URL gateway.
 # Reports, per page and as medians, the time until the page shows readable text (200
-# characters of body text) and the bytes that crossed the link to the client
+# characters of body text, or a shorter page's whole text) and the bytes that crossed the link to the client
 # (tests/browser/slow-link.mjs says how each is measured).
 #
 # Usage: scripts/slow-link.sh [--sample N] [--sets "scrapinghub readability"] [--rate 256kbit]

@@ -6,7 +6,7 @@
 //! It runs on the page the pipeline wrote, whatever the profile (stage 1 alone, the removers,
 //! reading mode), as one more streaming lol_html pass: the page is small by then, and the one
 //! place every form passes through is its output. What it changes is decided per element by
-//! pure functions ([`Links::route`], [`legacy_element`]), tested on their own.
+//! pure functions ([`Links::route`], [`legacy_of`]), tested on their own.
 //!
 //! - **Gateway links** are root-relative (`/read?url=ABSOLUTE`): the browser resolves them
 //!   against the gateway's own address, whatever name or address the device reached it by, so a
