@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs pith's whole test suite on a fresh machine: everything it needs is built here.
+# Runs pith's whole test suite on a fresh machine: everything it needs is built here (lynx,
+# which one integration test runs, is installed with apt-get when missing).
 # Usage: scripts/test.sh   (from anywhere in the repository)
 # Installs Debian's squid first when missing (the ICAP tests put it in front of pith).
 # Then 24 development pages in headless Chromium (scripts/browser.sh; installs Debian's

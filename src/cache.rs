@@ -616,7 +616,12 @@ impl Cache {
     /// names last seen for this URL.
     pub fn key(&self, ask: &Ask, profile: &Profile, coding: Coding) -> Key {
         let settings = self.settings.get(&profile.name).copied().unwrap_or_else(|| settings_hash(profile));
-        let base = BaseKey { method: ask.method.clone(), url: ask.uri.to_string(), profile: profile.name.clone(), settings, coding: coding.as_str() };
+        // A page adapted for its listener (links, charset, HTML 3.2) is another page.
+        let name = match &profile.adapt {
+            Some(adapt) => format!("{} {}", profile.name, adapt.tag()),
+            None => profile.name.clone(),
+        };
+        let base = BaseKey { method: ask.method.clone(), url: ask.uri.to_string(), profile: name, settings, coding: coding.as_str() };
         let names = self.variants.get(&base);
         let vary = names.map(|n| vary_values(&n, &ask.headers)).unwrap_or_default();
         Key { base, vary }

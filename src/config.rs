@@ -37,7 +37,7 @@ mod listener;
 mod raw;
 
 pub use control::{ControlConfig, RawControl, RawState};
-pub use listener::{collides, MAX_OPEN_V4, MAX_OPEN_V6_SUBNETS};
+pub use listener::{collides, Serving, Upgrade, MAX_OPEN_V4, MAX_OPEN_V6_SUBNETS};
 pub use raw::{
     RawAuth, RawCache, RawConfig, RawFilters, RawIcap, RawIntercept, RawLimits, RawListener, RawLog, RawProfile, RawUpstream,
     DEFAULT_LISTEN, DEFAULT_MAX_HEADERS,
@@ -228,6 +228,9 @@ pub struct ListenerConfig {
     pub allow: Vec<IpNet>,
     /// Required credentials, if any.
     pub auth: Option<Credentials>,
+    /// How it serves pages: HTTPS for plain-HTTP clients, charset, HTML 3.2, the gateway's
+    /// profiles.
+    pub serving: Serving,
 }
 
 /// Basic proxy-authentication credentials.

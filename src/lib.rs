@@ -24,9 +24,9 @@
 //! | [`config`] | `proxy.toml`: raw serde mirror → validated [`config::Config`]; errors name file:line and key |
 //! | [`tls`] | HTTPS interception: the local CA, per-host leaf certificates (moka), host policy lists |
 //! | [`state`] | the state file: each client's profile choice and per-site switches (redb), versioned and checked at start-up |
-//! | [`net`] | listeners, connections, admission, forwarding, CONNECT tunnels, the proxy's own pages |
+//! | [`net`] | listeners, connections, admission, forwarding, CONNECT tunnels, the proxy's own pages, the control page, the URL gateway, HTTPS for plain-HTTP clients, the ICAP service |
 //! | [`body`] | content-codings: decode with a cap, encode for the client; bytes only, no HTTP types |
-//! | [`html`] | charset detection and transcoding, rule files, stage 1: the streaming rewriter, and the same rules as a filter of tree building |
+//! | [`html`] | charset detection and transcoding, rule files, stage 1: the streaming rewriter, and the same rules as a filter of tree building; the last pass over a served page for its listener (links, charset, HTML 3.2) |
 //! | [`dom`] | the compact arena tree with per-node statistics, parsed by pith's own tokenizer and tree builder (html5ever's tree builder for the constructs the latter leaves out) |
 //! | [`extract`] | removers and extractors over [`dom`] trees; no I/O but reading the site rule files |
 //! | [`render`] | output forms: filtered HTML, plain text, the reading page |

@@ -40,7 +40,9 @@ use crate::extract::{
     Settings,
 };
 use crate::ads::AdFilter;
+use crate::html::adapt::Adapt;
 use crate::html::charset::{self, CharsetSource};
+use crate::html::translit::OutCharset;
 use crate::html::rules::RuleSet;
 use crate::html::{rules::TreeRules, stage1::{self, RewriteError, Stage1Stats}};
 
@@ -82,6 +84,9 @@ pub struct Profile {
     /// The control bar ("original", "reading mode") atop each page rewritten in this profile
     /// (`profiles.NAME.bar`); shown only while `control.choices` is on.
     pub bar: bool,
+    /// The last pass for the listener serving the page ([`Adapt`]): set per request by the
+    /// proxy, `None` everywhere else.
+    pub adapt: Option<Arc<Adapt>>,
     pass: bool,
 }
 
@@ -120,7 +125,7 @@ pub struct Stage2 {
 impl Profile {
     /// A named profile without stage 2.
     pub fn new(name: &str, rules: Arc<RuleSet>, output: Output) -> Profile {
-        Profile { name: name.to_string(), rules, output, stage2: None, reader: None, bar: true, pass: false }
+        Profile { name: name.to_string(), rules, output, stage2: None, reader: None, bar: true, adapt: None, pass: false }
     }
 
     /// The profile in reading mode, as `reader` says.
@@ -137,7 +142,13 @@ impl Profile {
 
     /// The built-in `pass` profile: responses are forwarded untouched.
     pub fn pass() -> Profile {
-        Profile { name: "pass".to_string(), rules: Arc::new(RuleSet::empty()), output: Output::Html, stage2: None, reader: None, bar: false, pass: true }
+        Profile { name: "pass".to_string(), rules: Arc::new(RuleSet::empty()), output: Output::Html, stage2: None, reader: None, bar: false, adapt: None, pass: true }
+    }
+
+    /// The profile with `adapt` as its last pass; an identity pass is none.
+    pub fn with_adapt(mut self, adapt: Adapt) -> Profile {
+        self.adapt = (!adapt.is_identity()).then(|| Arc::new(adapt));
+        self
     }
 
     /// True for `pass`: the proxy never buffers or rewrites for it.
@@ -149,7 +160,8 @@ impl Profile {
 /// A transformed document.
 #[derive(Debug)]
 pub struct Page {
-    /// UTF-8 bytes to serve.
+    /// The bytes to serve: UTF-8, unless the profile's last pass ([`Profile::adapt`]) wrote
+    /// them in another charset, which `content_type` then names.
     pub body: Vec<u8>,
     /// The form they are in, and whether it is the form asked for.
     pub form: ServedForm,
@@ -363,16 +375,34 @@ pub fn process(
         } else {
             parsed(profile, &utf8, output, page_url)?
         };
+    let (body, content_type) = match &profile.adapt {
+        None => (body.into_bytes(), form.content_type()),
+        Some(adapt) if form.output().is_text() => (adapt.text(&body), content_type_in(form, adapt.charset)),
+        Some(adapt) => (adapt.html(&body, page_url), content_type_in(form, adapt.charset)),
+    };
     Ok(Page {
-        body: body.into_bytes(),
+        body,
         form,
-        content_type: form.content_type(),
+        content_type,
         stats,
         charset_source: detected.source,
         charset: detected.encoding.name(),
         removal,
         reading,
     })
+}
+
+/// The `Content-Type` of `form` written in `charset`.
+fn content_type_in(form: ServedForm, charset: OutCharset) -> &'static str {
+    match (form.output().is_text(), charset) {
+        (_, OutCharset::Utf8) => form.content_type(),
+        (false, OutCharset::Latin1) => "text/html; charset=iso-8859-1",
+        (false, OutCharset::Windows1252) => "text/html; charset=windows-1252",
+        (false, OutCharset::Ascii) => "text/html; charset=us-ascii",
+        (true, OutCharset::Latin1) => "text/plain; charset=iso-8859-1",
+        (true, OutCharset::Windows1252) => "text/plain; charset=windows-1252",
+        (true, OutCharset::Ascii) => "text/plain; charset=us-ascii",
+    }
 }
 
 /// What [`process`] serves, before its content type is chosen.

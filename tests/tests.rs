@@ -19,6 +19,7 @@ mod deny;
 mod errors;
 mod extract;
 mod faults;
+mod gateway;
 mod fixtures;
 mod icap;
 mod html5lib;

@@ -1,5 +1,7 @@
 //! `[[listener]]` validation: the address (and `--listen`), profile, allow list and
-//! credentials of each listener, the open-proxy rule, and listeners that cannot all bind.
+//! credentials of each listener, the open-proxy rule, and listeners that cannot all bind; and
+//! how a listener serves pages ([`Serving`]: HTTPS for plain-HTTP clients, charset, HTML 3.2,
+//! the URL gateway's profiles), with the rule that keeps `upgrade` to a LAN.
 //!
 //! A part of [`Validator`] of its own because these are the checks that decide whether a
 //! gateway is safe to expose: they are kept together, next to the rule they enforce.
@@ -12,7 +14,35 @@ use ipnet::IpNet;
 use toml::Spanned;
 
 use super::{ConfigError, Credentials, ListenerConfig, RawAuth, RawListener, Validator};
+use crate::html::translit::OutCharset;
 use crate::pipeline::Profile;
+
+/// `upgrade`: when a plain-HTTP client's `http://` request is fetched over HTTPS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Upgrade {
+    /// Never: `http://` is fetched as asked.
+    #[default]
+    Off,
+    /// For a host that redirected an `http://` request to its own `https://` URL: the
+    /// redirect is answered with the `http://` URL again, and that host is fetched over HTTPS
+    /// from then on.
+    OnRedirect,
+    /// Every host (but those in `intercept.never`).
+    Always,
+}
+
+/// How a listener serves pages, beyond its profile.
+#[derive(Debug, Clone, Default)]
+pub struct Serving {
+    /// When `http://` requests are fetched over HTTPS.
+    pub upgrade: Upgrade,
+    /// The charset pages are written in.
+    pub charset: OutCharset,
+    /// Pages keep to HTML 3.2's elements and attributes.
+    pub legacy: bool,
+    /// The profiles `/read?profile=` may name besides the listener's own.
+    pub gateway: Vec<Arc<Profile>>,
+}
 
 /// True when listeners on `a` and `b` cannot both bind. A wildcard address takes its port on
 /// every address of its family, and `[::]` on IPv4 too (sockets are dual-stack by default);
@@ -57,7 +87,46 @@ impl Validator<'_> {
             Some(a) => Some(self.credentials(a)?),
         };
         self.check_not_open(address, &allow, auth.is_some(), l, listen.is_some())?;
-        Ok(ListenerConfig { address, profile, allow, auth })
+        let serving = self.serving(l, address, auth.is_some(), profiles)?;
+        Ok(ListenerConfig { address, profile, allow, auth, serving })
+    }
+
+    /// `upgrade`, `charset`, `legacy` and `gateway_profiles`. A listener that fetches HTTPS
+    /// for plain-HTTP clients sends what the origin encrypted over an unencrypted hop: off
+    /// loopback it must say who may use it (`allow` or `auth`), as a LAN's listener does.
+    fn serving(&self, l: &RawListener, address: SocketAddr, auth: bool, profiles: &BTreeMap<String, Arc<Profile>>) -> Result<Serving, ConfigError> {
+        let upgrade = match &l.upgrade {
+            None => Upgrade::Off,
+            Some(u) => match u.get_ref().as_str() {
+                "off" => Upgrade::Off,
+                "on-redirect" => Upgrade::OnRedirect,
+                "always" => Upgrade::Always,
+                other => return Err(self.err(u.span(), "listener.upgrade", format!("{other:?} is not one of \"off\", \"on-redirect\", \"always\""))),
+            },
+        };
+        if upgrade != Upgrade::Off && !address.ip().is_loopback() && l.allow.is_none() && !auth {
+            let span = l.upgrade.as_ref().map_or(0..0, Spanned::span);
+            return Err(self.err(
+                span,
+                "listener.upgrade",
+                format!("the listener on {address} would fetch HTTPS pages for plain-HTTP clients and send them unencrypted to other machines; list the client networks in `allow`, or set `auth`"),
+            ));
+        }
+        let charset = match &l.charset {
+            None => OutCharset::Utf8,
+            Some(c) => OutCharset::from_name(c.get_ref())
+                .ok_or_else(|| self.err(c.span(), "listener.charset", format!("{:?} is not one of {}", c.get_ref(), OutCharset::NAMES.join(", "))))?,
+        };
+        let mut gateway = Vec::new();
+        for name in l.gateway_profiles.as_ref().map(|g| g.get_ref().as_slice()).unwrap_or_default() {
+            let span = l.gateway_profiles.as_ref().map_or(0..0, Spanned::span);
+            let profile = profiles.get(name).ok_or_else(|| self.err(span.clone(), "listener.gateway_profiles", format!("unknown profile {name:?}")))?;
+            if profile.is_pass() {
+                return Err(self.err(span, "listener.gateway_profiles", "`pass` rewrites nothing, so its links would leave the gateway"));
+            }
+            gateway.push(profile.clone());
+        }
+        Ok(Serving { upgrade, charset, legacy: l.legacy, gateway })
     }
 
     /// `listener.auth`: a user name and a password that are not empty. An empty password is

@@ -64,12 +64,24 @@ pub struct RawListener {
     /// Basic proxy authentication.
     #[serde(default)]
     pub auth: Option<Spanned<RawAuth>>,
+    /// `off`, `on-redirect` or `always`: fetch `https://` for a plain-HTTP client.
+    #[serde(default)]
+    pub upgrade: Option<Spanned<String>>,
+    /// The charset of served pages.
+    #[serde(default)]
+    pub charset: Option<Spanned<String>>,
+    /// Served pages keep to HTML 3.2.
+    #[serde(default)]
+    pub legacy: bool,
+    /// Profiles the URL gateway may be asked for besides the listener's own.
+    #[serde(default)]
+    pub gateway_profiles: Option<Spanned<Vec<String>>>,
 }
 
 impl Default for RawListener {
     /// The listener of a file that has none: the one README and proxy.toml document.
     fn default() -> Self {
-        RawListener { address: Spanned::new(0..0, DEFAULT_LISTEN.to_string()), profile: None, allow: None, auth: None }
+        RawListener { address: Spanned::new(0..0, DEFAULT_LISTEN.to_string()), profile: None, allow: None, auth: None, upgrade: None, charset: None, legacy: false, gateway_profiles: None }
     }
 }
 

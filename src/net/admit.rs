@@ -91,6 +91,7 @@ mod tests {
             profile: std::sync::Arc::new(crate::pipeline::Profile::pass()),
             allow: nets(&["127.0.0.0/8"]),
             auth: auth.map(|(u, p)| Credentials { user: u.into(), password: p.into() }),
+            serving: Default::default(),
         }
     }
 

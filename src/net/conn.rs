@@ -27,7 +27,7 @@ use super::drain::Guard;
 use super::per_client::ClientSlot;
 use super::error::ProxyError;
 use super::reload::Live;
-use super::{admit, cached, connect, control, forward, own, target, State};
+use super::{admit, cached, connect, control, forward, gateway, own, target, upgrade, State};
 use crate::config::{Limits, ListenerConfig, DEFAULT_MAX_HEADERS};
 
 /// One listener's accept loop.
@@ -332,6 +332,9 @@ impl Handler {
             }
         };
         let Some(uri) = target else {
+            if gateway::is_route(req.uri().path()) {
+                return gateway::serve(&self.state, &self.listener, req, record).await;
+            }
             record.action = Action::Own;
             let uri = req.uri().clone();
             return Ok((control::serve(self.asked(), req, &uri).await, false));
@@ -339,6 +342,9 @@ impl Handler {
         let host = uri.host().unwrap_or_default().trim_matches(|c| c == '[' || c == ']').to_string();
         let port = uri.port_u16().unwrap_or(if uri.scheme() == Some(&http::uri::Scheme::HTTPS) { 443 } else { 80 });
         if self.state.is_self(&host, port) {
+            if gateway::is_route(uri.path()) {
+                return gateway::serve(&self.state, &self.listener, req, record).await;
+            }
             record.action = Action::Own;
             return Ok((control::serve(self.asked(), req, &uri).await, false));
         }
@@ -353,12 +359,20 @@ impl Handler {
         // The client's own choice, when it made one ([`control::Control::profile_for`]).
         let who = || control::client_id(&self.listener, self.client.ip());
         let chosen = self.state.control.profile_for(&self.state.config.control, who, &host, &record.url);
-        let profile = chosen.as_ref().unwrap_or(&self.listener.profile);
         if let Some(p) = &chosen {
             record.profile.clone_from(&p.name);
         }
-        let target = cached::Target { host: &host, uri, profile };
-        let served = cached::serve(&self.state, target, req).await?;
+        let base = chosen.unwrap_or_else(|| self.listener.profile.clone());
+        // A plain-HTTP client's page may be fetched over HTTPS, and is served as its listener says.
+        let plain = self.intercepted.is_none();
+        let asked = uri.clone();
+        let uri = upgrade::target(&self.state, &self.listener, &uri).filter(|_| plain).unwrap_or(uri);
+        let profile = upgrade::profile_for(&self.state, &self.listener, &base, plain).unwrap_or(base);
+        let target = cached::Target { host: &host, uri, profile: &profile };
+        let mut served = cached::serve(&self.state, target, req).await?;
+        if plain {
+            upgrade::finish(&self.state, &self.listener, &asked, &mut served.response);
+        }
         record.action = served.action;
         record.origin_bytes = served.origin_bytes;
         Ok((served.response, record.action.streams_origin()))

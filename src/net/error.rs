@@ -146,6 +146,13 @@ pub enum ProxyError {
         #[source]
         source: crate::body::EncodeError,
     },
+    /// The URL gateway fetched a page it could not rewrite (too large, or no room in the
+    /// rewrite budget): it serves only pages it rewrote, whose links stay in it.
+    #[error("{url} could not be rewritten (larger than limits.max_rewrite_bytes, or no memory free to rewrite it), and the gateway serves only pages it rewrites")]
+    NotRewritten {
+        /// The page's URL.
+        url: String,
+    },
     /// pith itself failed; a bug, reported as such.
     #[error("internal error: {what}")]
     Internal {
@@ -169,9 +176,11 @@ impl ProxyError {
             | ProxyError::TooManyHeaders { .. } => Side::Downstream,
             ProxyError::Destination { source: super::resolve::ResolveError::Denied { .. } } => Side::Downstream,
             ProxyError::Destination { .. } => Side::Upstream,
-            ProxyError::Connect { .. } | ProxyError::Upstream { .. } | ProxyError::Timeout { .. } | ProxyError::Decode { .. } => {
-                Side::Upstream
-            }
+            ProxyError::Connect { .. }
+            | ProxyError::Upstream { .. }
+            | ProxyError::Timeout { .. }
+            | ProxyError::Decode { .. }
+            | ProxyError::NotRewritten { .. } => Side::Upstream,
             ProxyError::Rewrite { .. } | ProxyError::Encode { .. } | ProxyError::Internal { .. } => Side::Internal,
         }
     }
@@ -189,7 +198,7 @@ impl ProxyError {
             ProxyError::Loop { .. } => StatusCode::LOOP_DETECTED,
             ProxyError::Timeout { .. } | ProxyError::NotCached { .. } => StatusCode::GATEWAY_TIMEOUT,
             ProxyError::Connect { source, .. } if is_timeout(source.as_ref()) => StatusCode::GATEWAY_TIMEOUT,
-            ProxyError::Connect { .. } | ProxyError::Upstream { .. } | ProxyError::Decode { .. } => StatusCode::BAD_GATEWAY,
+            ProxyError::Connect { .. } | ProxyError::Upstream { .. } | ProxyError::Decode { .. } | ProxyError::NotRewritten { .. } => StatusCode::BAD_GATEWAY,
             ProxyError::Rewrite { .. } | ProxyError::Encode { .. } | ProxyError::Internal { .. } => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

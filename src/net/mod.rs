@@ -20,7 +20,10 @@
 //! - [`budget`]: the memory budget of the pages being buffered and rewritten.
 //! - [`connect`]: CONNECT: blind tunnels, and HTTPS interception with leaves from [`crate::tls`].
 //! - [`own`]: pith's own pages and error pages; [`control`]: the control page at `http://pith/`
-//!   (each client's profile choice and per-site switches, the bar, PAC, metrics).
+//!   (each client's profile choice and per-site switches, the bar, PAC, metrics);
+//!   [`gateway`]: the URL gateway (`/read?url=`) on a listener's own address.
+//! - [`upgrade`]: HTTPS fetched for plain-HTTP clients, and the profile a listener serves
+//!   pages with (links, charset, HTML 3.2).
 //! - [`bodies`]: the body types served and the wrappers that time and log them.
 //! - [`icap`]: the ICAP service (`[[icap]]`): Squid hands pith responses, pith rewrites them
 //!   with the steps of [`respond`].
@@ -36,6 +39,7 @@ pub mod downstream;
 pub mod drain;
 pub mod error;
 pub mod forward;
+pub mod gateway;
 pub mod icap;
 pub mod own;
 pub mod per_client;
@@ -46,6 +50,7 @@ pub mod resolve;
 pub mod respond;
 pub mod target;
 pub mod tee;
+pub mod upgrade;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -84,6 +89,8 @@ pub struct State {
     /// Each client's choices and the counts of what was served; made at start-up and kept
     /// across reloads.
     pub control: Arc<control::Control>,
+    /// Hosts that redirected to their own HTTPS URL, for `upgrade = "on-redirect"`.
+    pub upgraded: Arc<upgrade::Secure>,
 }
 
 impl State {

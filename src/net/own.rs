@@ -30,6 +30,7 @@ pub fn escape(text: &str) -> String {
     out
 }
 
+/// One of pith's own pages: `body_html` under the heading `title`.
 pub(super) fn page(status: StatusCode, title: &str, body_html: &str) -> Response<ProxyBody> {
     let html = format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">\
@@ -110,7 +111,8 @@ pub fn home(state: &State, path: &str) -> Response<ProxyBody> {
     }
     // Only the profiles a listener serves: one defined in the config and served nowhere is
     // nothing a person here can choose.
-    body.push_str("</ul><h2>HTTPS</h2><p><a href=\"/ca\">The certificate to install</a> so that pith can de-clutter HTTPS pages too.</p>");
+    let _ = write!(body, "</ul><h2>Read a page</h2><p>Without setting a proxy: any address, through pith.</p>{}", super::gateway::box_html(None));
+    body.push_str("<h2>HTTPS</h2><p><a href=\"/ca\">The certificate to install</a> so that pith can de-clutter HTTPS pages too.</p>");
     let _ = write!(body, "<p><small>pith {}</small></p>", env!("CARGO_PKG_VERSION"));
     page(StatusCode::OK, "pith", &body)
 }

@@ -211,7 +211,8 @@ impl State {
             Some(p) => p.control.clone(),
             None => Arc::new(super::control::Control::open(&config.control)?),
         };
-        Ok(State { config: Arc::new(config), client, via, own_addrs, cache, certs, listeners, rate, budget, control })
+        let upgraded = prev.map_or_else(Default::default, |p| p.upgraded.clone());
+        Ok(State { config: Arc::new(config), client, via, own_addrs, cache, certs, listeners, rate, budget, control, upgraded })
     }
 }
 
