@@ -101,6 +101,16 @@ impl Adapt {
         self.charset.encode(&adapted, true)
     }
 
+    /// Markup pith adds to a page it already adapted (the control bar), adapted the same way:
+    /// links, charset and HTML 3.2, without a doctype of its own.
+    pub fn fragment(&self, html: &str) -> Vec<u8> {
+        if self.is_identity() {
+            return html.as_bytes().to_vec();
+        }
+        let adapted = self.rewrite(html, None).unwrap_or_else(|_| html.to_string());
+        self.charset.encode(&adapted, true)
+    }
+
     /// `text` (plain text, UTF-8) in the charset's bytes.
     pub fn text(&self, text: &str) -> Vec<u8> {
         self.charset.encode(text, false)

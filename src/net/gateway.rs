@@ -81,7 +81,10 @@ pub async fn serve(state: &Arc<State>, listener: &ListenerConfig, req: Request<I
     let profile = choose(listener, ask.profile.as_deref())?;
     record.profile = profile.name.clone();
     let links = Links::Gateway { profile: ask.profile.clone() };
-    let profile = Arc::new(profile.clone().with_adapt(Adapt { links, charset: listener.serving.charset, legacy: listener.serving.legacy }));
+    let mut profile = profile.clone().with_adapt(Adapt { links, charset: listener.serving.charset, legacy: listener.serving.legacy });
+    // The bar's links are for a proxy's clients; a gateway's clients reach pith by address.
+    profile.bar = false;
+    let profile = Arc::new(profile);
     let req = upstream_request(req, uri.clone());
     let target = cached::Target { host: &host, uri: uri.clone(), profile: &profile };
     let mut served = cached::serve(state, target, req).await?;

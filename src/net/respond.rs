@@ -354,7 +354,9 @@ async fn transform(profile: &Profile, doc: Vec<u8>, content_type: Option<String>
         let mut page = process(profile, &doc, content_type.as_deref(), url).map_err(|source| ProxyError::Rewrite { host, source })?;
         super::control::tally::rewrite_time().observe(started.elapsed());
         if let Some(bar) = bar.as_deref().filter(|_| page.content_type.starts_with("text/html")) {
-            super::control::insert_bar(&mut page.body, bar);
+            // The listener's last pass (charset, HTML 3.2) made the page; it makes the bar too.
+            let bar = profile.adapt.as_ref().map_or_else(|| bar.as_bytes().to_vec(), |adapt| adapt.fragment(bar));
+            super::control::insert_bar(&mut page.body, &bar);
         }
         let body = match coding {
             // The page as it is: an identity encoder would only copy it.

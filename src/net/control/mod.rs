@@ -470,7 +470,7 @@ pub fn bar(cfg: &ControlConfig, profile: &Profile, url: &str) -> Option<String> 
 
 /// Puts `bar` right after the page's `<body>` tag (or its `</head>`); a page with neither is
 /// left as it is.
-pub fn insert_bar(page: &mut Vec<u8>, bar: &str) {
+pub fn insert_bar(page: &mut Vec<u8>, bar: &[u8]) {
     let lower: Vec<u8> = page.iter().take(64 * 1024).map(u8::to_ascii_lowercase).collect();
     let body = memchr::memmem::find_iter(&lower, b"<body").find(|&i| lower.get(i + 5).is_some_and(|c| *c == b'>' || c.is_ascii_whitespace() || *c == b'/'));
     let at = match body {
@@ -478,7 +478,7 @@ pub fn insert_bar(page: &mut Vec<u8>, bar: &str) {
         None => memchr::memmem::find(&lower, b"</head>").map(|i| i + "</head>".len()),
     };
     if let Some(at) = at {
-        page.splice(at..at, bar.bytes());
+        page.splice(at..at, bar.iter().copied());
     }
 }
 
@@ -557,13 +557,13 @@ mod tests {
     #[test]
     fn the_bar_goes_after_the_body_tag() {
         let mut page = b"<html><head><title>t</title></head><BODY class=x><p>hi</p></body></html>".to_vec();
-        insert_bar(&mut page, "<nav>B</nav>");
+        insert_bar(&mut page, b"<nav>B</nav>");
         assert_eq!(String::from_utf8(page).unwrap(), "<html><head><title>t</title></head><BODY class=x><nav>B</nav><p>hi</p></body></html>");
         let mut headless = b"<p>no body</p>".to_vec();
-        insert_bar(&mut headless, "<nav>B</nav>");
+        insert_bar(&mut headless, b"<nav>B</nav>");
         assert_eq!(headless, b"<p>no body</p>");
         let mut bodyless = b"<head></head><p>x</p>".to_vec();
-        insert_bar(&mut bodyless, "<nav>B</nav>");
+        insert_bar(&mut bodyless, b"<nav>B</nav>");
         assert_eq!(bodyless, b"<head></head><nav>B</nav><p>x</p>");
     }
 

@@ -132,6 +132,7 @@ pub fn home(state: &State, listener: &ListenerConfig, who: &str, prefs: &Prefs, 
             if saved > 0 { format!(", saving {}", amount(saved)) } else { String::new() }
         );
     }
+    let _ = write!(b, "<h2>Read a page</h2><p>Without setting a proxy: any address, through pith.</p>{}", crate::net::gateway::box_html(Some(listener)));
     b.push_str("<h2>Set up a device</h2><p>Set this proxy in the device's network settings, or give it the automatic configuration address <a href=\"/proxy.pac\"><code>http://pith/proxy.pac</code></a> (also at <code>/wpad.dat</code>; from a device not yet using pith, use this listener's own address).</p>");
     if state.certs.is_some() {
         b.push_str("<h2>HTTPS</h2><p><a href=\"/ca\">Install pith's certificate</a> so that pith can serve HTTPS pages too.</p>");
