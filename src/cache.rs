@@ -570,6 +570,13 @@ impl Cache {
     /// names last seen for this URL.
     pub fn key(&self, ask: &Ask, profile: &Profile, coding: Coding) -> Key {
         let settings = self.settings.get(&profile.name).copied().unwrap_or_else(|| settings_hash(profile));
+        // A profile that transcodes images serves a WebP client other bytes than a JPEG-only
+        // one: the client's image format class is part of the key (mixed into the settings
+        // hash, so the disk tier's entry format stays as it is).
+        let settings = match profile.images().policy.is_transcoding() {
+            true => image_class(settings, ask.headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok())),
+            false => settings,
+        };
         let base = BaseKey { method: ask.method.clone(), url: ask.uri.to_string(), profile: profile.name.clone(), settings, coding: coding.as_str() };
         let names = self.variants.get(&base);
         let vary = names.map(|n| vary_values(&n, &ask.headers)).unwrap_or_default();
@@ -696,10 +703,16 @@ fn max_queued(config: &CacheConfig) -> u64 {
 /// fingerprint, the ad lists) and the reading-mode extractor, and the build of pith that
 /// rewrites ([`build_id`]). Stable from one run of a build to the next (FNV-1a over text that
 /// has no map order or address in it), because disk entries are found by keys that hold it.
+/// `settings` with the client's image format class (WebP or JPEG, [`crate::images::transcode::Format`]).
+fn image_class(settings: u64, accept: Option<&str>) -> u64 {
+    let format = crate::images::transcode::Format::for_accept(accept);
+    record::name(format!("{settings:x}\0{}", format.content_type()).as_bytes())
+}
+
 fn settings_hash(profile: &Profile) -> u64 {
     let mut text = format!("{}\0{}\0{:x}\0{:?}", build_id(), profile.name, profile.rules.fingerprint(), profile.output);
     if let Some(stage2) = &profile.stage2 {
-        text.push_str(&format!("\0{:?}\0{:x}\0{:?}", stage2.options, stage2.sites.fingerprint(), stage2.ads));
+        text.push_str(&format!("\0{:?}\0{:x}\0{:?}\0{:?}", stage2.options, stage2.sites.fingerprint(), stage2.ads, stage2.images));
     }
     if let Some(reader) = &profile.reader {
         text.push_str(&format!("\0{:?}", reader.algorithm));

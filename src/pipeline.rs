@@ -41,6 +41,7 @@ use crate::extract::{
 };
 use crate::ads::AdFilter;
 use crate::html::charset::{self, CharsetSource};
+use crate::images::Images;
 use crate::html::rules::RuleSet;
 use crate::html::{rules::TreeRules, stage1::{self, RewriteError, Stage1Stats}};
 
@@ -112,6 +113,9 @@ pub struct Stage2 {
     /// The ad matcher from the config's `filters.ad_lists`; `None` means the lists shipped in
     /// the binary ([`AdFilter::builtin`]).
     pub ads: Option<Arc<AdFilter>>,
+    /// What happens to images: in the pages written here, and (read by the proxy) to image
+    /// responses.
+    pub images: Images,
 }
 
 impl Profile {
@@ -135,6 +139,11 @@ impl Profile {
     /// The built-in `pass` profile: responses are forwarded untouched.
     pub fn pass() -> Profile {
         Profile { name: "pass".to_string(), rules: Arc::new(RuleSet::empty()), output: Output::Html, stage2: None, reader: None, pass: true }
+    }
+
+    /// The profile's image settings: its stage 2's, else keep.
+    pub fn images(&self) -> Images {
+        self.stage2.as_ref().map(|s| s.images).unwrap_or_default()
     }
 
     /// True for `pass`: the proxy never buffers or rewrites for it.
@@ -489,7 +498,7 @@ fn reading_page(
         Output::Text => crate::render::reader::render_text(&mut tree, &meta),
         Output::Content => crate::render::reader::render_content(&tree),
         Output::Html => {
-            let page = crate::render::reader::Page { meta: &meta, base: base.as_deref(), original };
+            let page = crate::render::reader::Page { meta: &meta, base: base.as_deref(), original, images: stage2.map(|s| s.images).unwrap_or_default() };
             crate::render::reader::render(&mut tree, &page)
         }
     };
@@ -639,6 +648,7 @@ fn declutter_page(mut tree: Tree, stage2: &Stage2, output: Output, page_url: Opt
                 lang: lang.as_deref(),
                 body: heading.as_deref().unwrap_or_default(),
                 title: doc_title.as_deref(),
+                images: Some(&stage2.images),
             };
             let page = crate::render::html::render_dressed(&tree, &dress);
             crate::render::retained::insert_html(&tree, page, &crate::render::retained::html_section(&retained))
