@@ -20,6 +20,7 @@ mod extract;
 mod faults;
 mod fixtures;
 mod html5lib;
+mod images;
 mod intercept;
 mod lifetimes;
 mod limits;

@@ -114,6 +114,9 @@ pub enum Untouched {
     /// The encoder failed (WebP has a 16383-pixel side limit).
     #[error("encoding failed: {0}")]
     Encode(String),
+    /// The rewrite memory budget had no room for decoding it (the proxy's verdict).
+    #[error("no room in the rewrite memory budget")]
+    NoMemory,
     /// The result was not smaller than the original.
     #[error("the result ({result} bytes) is not smaller than the original ({original} bytes)")]
     NotSmaller {
@@ -148,6 +151,13 @@ pub fn transcode(data: &[u8], target: &Target) -> Result<Transcoded, Untouched> 
         return Err(Untouched::NotSmaller { original: data.len(), result: bytes.len() });
     }
     Ok(Transcoded { bytes, format: target.format, from: (width, height), to })
+}
+
+/// The pixels an image's header promises; `None` when it is not an image read here.
+pub fn pixels(data: &[u8]) -> Option<u64> {
+    let format = image::guess_format(data).ok()?;
+    let (w, h) = dimensions(data, format).ok()?;
+    Some(u64::from(w) * u64::from(h))
 }
 
 fn reader(data: &[u8], format: ImageFormat) -> ImageReader<Cursor<&[u8]>> {
