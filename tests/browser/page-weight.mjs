@@ -68,6 +68,29 @@ function widthInAddress(url) {
   return w >= 50 && w <= 4000 ? w : 0;
 }
 
+// A srcset's [url, descriptor] pairs, read as the HTML standard reads them: a URL runs to
+// whitespace (trailing commas end it), its descriptors to the next comma.
+function candidates(list) {
+  const out = [];
+  let rest = list;
+  for (let guard = 0; guard < 1000; guard++) {
+    rest = rest.replace(/^[\s,]+/, '');
+    if (!rest) break;
+    let url = rest.match(/^\S+/)[0];
+    rest = rest.slice(url.length);
+    let descriptor = '';
+    if (url.endsWith(',')) {
+      url = url.replace(/,+$/, '');
+    } else {
+      const comma = rest.indexOf(',');
+      descriptor = (comma < 0 ? rest : rest.slice(0, comma)).trim();
+      rest = comma < 0 ? '' : rest.slice(comma + 1);
+    }
+    out.push([url, descriptor]);
+  }
+  return out;
+}
+
 // A page with every image address pointed at the origin.
 function pointImages(html, origin, photos) {
   const address = (url, width) => {
@@ -84,8 +107,7 @@ function pointImages(html, origin, photos) {
     return tag
       .replace(/(\s(?:src|data-src|data-lazy-src|data-original)\s*=\s*)(["'])(.*?)\2/gi, (_, pre, q, url) => `${pre}${q}${address(url, declared)}${q}`)
       .replace(/(\s(?:srcset|data-srcset)\s*=\s*)(["'])(.*?)\2/gi, (_, pre, q, list) => {
-        const items = list.split(/,\s+/).map((item) => {
-          const [url, descriptor = ''] = item.trim().split(/\s+/);
+        const items = candidates(list).map(([url, descriptor]) => {
           const w = descriptor.endsWith('w') ? Number(descriptor.slice(0, -1)) : declared * (Number(descriptor.slice(0, -1)) || 1);
           return `${address(url, w)}${descriptor ? ' ' + descriptor : ''}`;
         });
