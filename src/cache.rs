@@ -573,9 +573,10 @@ impl Cache {
         // A profile that transcodes images serves a WebP client other bytes than a JPEG-only
         // one: the client's image format class is part of the key (mixed into the settings
         // hash, so the disk tier's entry format stays as it is).
-        let settings = match profile.images().policy.is_transcoding() {
-            true => image_class(settings, ask.headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok())),
-            false => settings,
+        let settings = if profile.images().policy.is_transcoding() {
+            image_class(settings, ask.headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()))
+        } else {
+            settings
         };
         let base = BaseKey { method: ask.method.clone(), url: ask.uri.to_string(), profile: profile.name.clone(), settings, coding: coding.as_str() };
         let names = self.variants.get(&base);
@@ -698,17 +699,17 @@ fn max_queued(config: &CacheConfig) -> u64 {
     (config.max_bytes / 4).max(config.max_entry_bytes)
 }
 
-/// A hash of everything in a profile that shapes its output: the rules' own canonical
-/// fingerprint, the output form, the stage-2 settings (preset, choices, the site rules'
-/// fingerprint, the ad lists) and the reading-mode extractor, and the build of pith that
-/// rewrites ([`build_id`]). Stable from one run of a build to the next (FNV-1a over text that
-/// has no map order or address in it), because disk entries are found by keys that hold it.
 /// `settings` with the client's image format class (WebP or JPEG, [`crate::images::transcode::Format`]).
 fn image_class(settings: u64, accept: Option<&str>) -> u64 {
     let format = crate::images::transcode::Format::for_accept(accept);
     record::name(format!("{settings:x}\0{}", format.content_type()).as_bytes())
 }
 
+/// A hash of everything in a profile that shapes its output: the rules' own canonical
+/// fingerprint, the output form, the stage-2 settings (preset, choices, the site rules'
+/// fingerprint, the ad lists, the image settings) and the reading-mode extractor, and the build of pith that
+/// rewrites ([`build_id`]). Stable from one run of a build to the next (FNV-1a over text that
+/// has no map order or address in it), because disk entries are found by keys that hold it.
 fn settings_hash(profile: &Profile) -> u64 {
     let mut text = format!("{}\0{}\0{:x}\0{:?}", build_id(), profile.name, profile.rules.fingerprint(), profile.output);
     if let Some(stage2) = &profile.stage2 {
