@@ -6,10 +6,11 @@
 # reach the browser and the images shown). Then the transcoders' throughput on the same
 # photographs: pith's, ImageMagick's and Ziproxy's (through the proxy, one image at a time).
 #
-# Usage: scripts/page-weight.sh [--sample N] [--pith PATH] [--out DIR]
+# Usage: scripts/page-weight.sh [--sample N] [--profile NAME] [--pith PATH] [--out DIR]
 #   --sample N   the first N pages of ../shared/bench/scrapinghub (default 5)
-#   --pith PATH  this pith binary (default: build the debug one; the codecs are optimised in
-#                dev builds, see Cargo.toml)
+#   --profile P  the cargo profile pith and the photographs' tool are built with (default dev,
+#                whose codecs are optimised, see Cargo.toml; `fast` for throughput figures)
+#   --pith PATH  this pith binary instead of building one
 #   --out DIR    results (default target/page-weight): weight.json, the photographs
 #
 # The photographs are the colour photographs shipped in scikit-image's wheel (fetched from
@@ -23,14 +24,16 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 shared=${PITH_SHARED:-$repo/../shared}
 sample=5
+profile=dev
 pith=""
 out=$repo/target/page-weight
 while [ $# -gt 0 ]; do
     case "$1" in
         --sample) sample=$2; shift 2;;
+        --profile) profile=$2; shift 2;;
         --pith) pith=$2; shift 2;;
         --out) out=$2; shift 2;;
-        -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
+        -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
         *) echo "page-weight.sh: unknown argument $1 (see --help)" >&2; exit 64;;
     esac
 done
@@ -69,16 +72,17 @@ if [ ! -d "$originals" ]; then
 fi
 files=()
 for n in $names; do files+=("$originals/$n"); done
-(cd "$repo" && cargo build --quiet --example images)
+(cd "$repo" && cargo build --quiet --profile "$profile" --example images)
+bin=$target/$([ "$profile" = dev ] && echo debug || echo "$profile")
 if [ ! -d "$photos" ]; then
-    "$target/debug/examples/images" sizes "$photos" "${files[@]}"
+    "$bin/examples/images" sizes "$photos" "${files[@]}"
 fi
 
 run=$(mktemp -d "${TMPDIR:-/tmp}/pith-weight.XXXXXX")
 if [ -z "$pith" ]; then
-    (cd "$repo" && cargo build --quiet --bin pith)
+    (cd "$repo" && cargo build --quiet --profile "$profile" --bin pith)
     # A copy: a shared target directory's binary may be rebuilt from another tree meanwhile.
-    cp "$target/debug/pith" "$run/pith"
+    cp "$bin/pith" "$run/pith"
     pith=$run/pith
 fi
 [ -x "$pith" ] || { echo "page-weight.sh: no pith binary at $pith" >&2; exit 1; }
@@ -155,8 +159,8 @@ echo "== bytes per page: $sample pages of $pages"
 node "$repo/tests/browser/page-weight.mjs" --pages "$pages" --photos "$photos" --sample "$sample" --out "$out/weight.json" \
     --mode direct --mode "pith-declutter=$declutter" --mode "pith-reader=$reader" --mode "ziproxy=127.0.0.1:$zport"
 
-echo "== transcoding throughput on the six photographs (one core)"
-"$target/debug/examples/images" rate --rounds 3 "${files[@]}"
+echo "== transcoding throughput on the six photographs (one core; built with $profile)"
+"$bin/examples/images" rate --rounds 3 "${files[@]}"
 mp=$(python3 - "${files[@]}" <<'PY'
 import struct, sys, zlib
 total = 0
@@ -179,7 +183,7 @@ PY
 start=$(date +%s.%N)
 for round in 1 2 3; do
     for f in "${files[@]}"; do
-        nice -n 0 /usr/bin/convert "$f" -resize '800x>' -quality 60 "$run/out.webp"
+        /usr/bin/convert "$f" -resize "800x>" -quality 60 "$run/out.webp" 2>/dev/null
     done
 done
 end=$(date +%s.%N)
