@@ -616,6 +616,14 @@ impl Cache {
     /// names last seen for this URL.
     pub fn key(&self, ask: &Ask, profile: &Profile, coding: Coding) -> Key {
         let settings = self.settings.get(&profile.name).copied().unwrap_or_else(|| settings_hash(profile));
+        // A profile that transcodes images serves a WebP client other bytes than a JPEG-only
+        // one: the client's image format class is part of the key (mixed into the settings
+        // hash, so the disk tier's entry format stays as it is).
+        let settings = if profile.images().policy.is_transcoding() {
+            image_class(settings, ask.headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()))
+        } else {
+            settings
+        };
         // A page adapted for its listener (links, charset, HTML 3.2) is another page.
         let name = match &profile.adapt {
             Some(adapt) => format!("{} {}", profile.name, adapt.tag()),
@@ -775,15 +783,21 @@ fn max_queued(config: &CacheConfig) -> u64 {
     (config.max_bytes / 4).max(config.max_entry_bytes)
 }
 
+/// `settings` with the client's image format class (WebP or JPEG, [`crate::images::transcode::Format`]).
+fn image_class(settings: u64, accept: Option<&str>) -> u64 {
+    let format = crate::images::transcode::Format::for_accept(accept);
+    record::name(format!("{settings:x}\0{}", format.content_type()).as_bytes())
+}
+
 /// A hash of everything in a profile that shapes its output: the rules' own canonical
 /// fingerprint, the output form, the stage-2 settings (preset, choices, the site rules'
-/// fingerprint, the ad lists) and the reading-mode extractor, and the build of pith that
-/// rewrites (`build_id`). Stable from one run of a build to the next (FNV-1a over text that
+/// fingerprint, the ad lists, the image settings) and the reading-mode extractor, and the build of pith that
+/// rewrites ([`build_id`]). Stable from one run of a build to the next (FNV-1a over text that
 /// has no map order or address in it), because disk entries are found by keys that hold it.
 pub fn settings_hash(profile: &Profile) -> u64 {
     let mut text = format!("{}\0{}\0{:x}\0{:?}", build_id(), profile.name, profile.rules.fingerprint(), profile.output);
     if let Some(stage2) = &profile.stage2 {
-        text.push_str(&format!("\0{:?}\0{:x}\0{:?}", stage2.options, stage2.sites.fingerprint(), stage2.ads));
+        text.push_str(&format!("\0{:?}\0{:x}\0{:?}\0{:?}", stage2.options, stage2.sites.fingerprint(), stage2.ads, stage2.images));
     }
     if let Some(reader) = &profile.reader {
         text.push_str(&format!("\0{:?}", reader.algorithm));

@@ -28,6 +28,7 @@ use crate::ads::AdFilter;
 use crate::extract::{Options, PresetName};
 use crate::html::rules::{RuleError, RuleSet};
 use crate::extract::algorithm::Algorithm;
+use crate::images::{Images, Policy};
 use crate::pipeline::{Output, Profile, Reader, Stage2};
 use crate::tls::HostList;
 
@@ -120,6 +121,12 @@ const MAX_MAX_CONNECTIONS: usize = 1_000_000;
 /// The largest `limits.max_header_bytes`: each connection may buffer this much, and HTTP/2
 /// takes it as a 32-bit size.
 const MAX_MAX_HEADER_BYTES: usize = 1 << 20;
+
+/// The largest `limits.image_max_pixels`: 256 megapixels decode to 1 GiB of RGBA.
+const MAX_IMAGE_PIXELS: u64 = 1 << 28;
+
+/// The largest `limits.image_max_bytes`: an image is held whole while it is transcoded.
+const MAX_IMAGE_BYTES: u64 = 1 << 30;
 
 /// The largest `limits.max_rewrite_bytes`: a page is held whole in memory while rewritten.
 const MAX_MAX_REWRITE_BYTES: u64 = 1 << 30;
@@ -304,6 +311,10 @@ pub struct Limits {
     pub client_write_timeout: Duration,
     /// A tunnel (CONNECT or switched protocol) with no bytes either way this long is closed.
     pub tunnel_idle_timeout: Duration,
+    /// An image with more pixels than this (by its header) is never decoded for transcoding.
+    pub image_max_pixels: u64,
+    /// An image response larger than this passes through untranscoded.
+    pub image_max_bytes: u64,
 }
 
 /// A token bucket per client address: `burst` requests at once, refilled at `per_second`.
@@ -417,7 +428,7 @@ impl Validator<'_> {
         for (name, output) in [("declutter", Output::Html), ("text", Output::Text), ("reader", Output::Html)] {
             if !raw.contains_key(name) {
                 let rules = self.implicit_rules(filters, name, &format!("profiles.{name}.rules"))?;
-                let stage2 = Stage2 { options: Options::default(), sites: Arc::clone(&sites), ads: ads.clone() };
+                let stage2 = Stage2 { options: Options::default(), sites: Arc::clone(&sites), ads: ads.clone(), images: Images::default() };
                 let mut profile = Profile::new(name, Arc::new(rules), output).with_stage2(stage2);
                 if name == "reader" {
                     profile = profile.with_reader(Reader::default());
@@ -443,7 +454,8 @@ impl Validator<'_> {
             let mut profile = Profile::new(name, Arc::new(rules), output);
             profile.bar = p.bar.unwrap_or(true);
             if let Some(options) = self.stage2_options(p, &key)? {
-                profile = profile.with_stage2(Stage2 { options, sites: Arc::clone(&sites), ads: ads.clone() });
+                let images = self.images(p, &key)?;
+                profile = profile.with_stage2(Stage2 { options, sites: Arc::clone(&sites), ads: ads.clone(), images });
             }
             if let Some(algorithm) = self.algorithm(p, &key)? {
                 profile = profile.with_reader(Reader { algorithm, ..Reader::default() });
@@ -451,6 +463,31 @@ impl Validator<'_> {
             out.insert(name.clone(), Arc::new(profile));
         }
         Ok(out)
+    }
+
+    /// A profile's `images`, `image_max_width` and `image_quality` (used with stage 2: the
+    /// renderers choose each image's address, and the proxy transcodes).
+    fn images(&self, p: &RawProfile, key: &str) -> Result<Images, ConfigError> {
+        let mut images = Images::default();
+        if let Some(name) = &p.images {
+            images.policy = Policy::parse(name.get_ref()).ok_or_else(|| {
+                let known: Vec<&str> = Policy::ALL.iter().map(|p| p.as_str()).collect();
+                self.err(name.span(), &format!("{key}.images"), format!("unknown images {:?}; use one of {}", name.get_ref(), known.join(", ")))
+            })?;
+        }
+        if let Some(width) = &p.image_max_width {
+            if !(16..=16_383).contains(width.get_ref()) {
+                return Err(self.err(width.span(), &format!("{key}.image_max_width"), "must be between 16 and 16383 pixels (WebP's largest side)"));
+            }
+            images.max_width = *width.get_ref();
+        }
+        if let Some(quality) = &p.image_quality {
+            if !(1..=100).contains(quality.get_ref()) {
+                return Err(self.err(quality.span(), &format!("{key}.image_quality"), "must be between 1 and 100"));
+            }
+            images.quality = *quality.get_ref();
+        }
+        Ok(images)
     }
 
     /// A profile's stage-2 keys: `None` for `preset = "none"` (stage 1 only).
@@ -643,7 +680,18 @@ impl Validator<'_> {
             max_connections_per_client: *l.max_connections_per_client.get_ref(),
             client_write_timeout: self.millis(&l.client_write_timeout_ms, "limits.client_write_timeout_ms", 1)?,
             tunnel_idle_timeout: self.millis(&l.tunnel_idle_timeout_ms, "limits.tunnel_idle_timeout_ms", 1)?,
+            image_max_pixels: self.bounded(&l.image_max_pixels, "limits.image_max_pixels", 1, MAX_IMAGE_PIXELS)?,
+            image_max_bytes: self.bounded(&l.image_max_bytes, "limits.image_max_bytes", 1, MAX_IMAGE_BYTES)?,
         })
+    }
+
+    /// A number between `min` and `max`, inclusive.
+    fn bounded(&self, value: &Spanned<u64>, key: &str, min: u64, max: u64) -> Result<u64, ConfigError> {
+        let n = *value.get_ref();
+        if !(min..=max).contains(&n) {
+            return Err(self.err(value.span(), key, format!("must be between {min} and {max}")));
+        }
+        Ok(n)
     }
 
     /// A time in milliseconds: at least `min` (1 where 0 would time out everything at once) and at
@@ -939,6 +987,8 @@ mod tests {
             ("limits", "drain_timeout_ms", "86400001"),
             ("limits", "connection_wait_ms", "18446744073709551615"),
             ("limits", "max_headers", "0"),
+            ("limits", "image_max_pixels", "0"),
+            ("limits", "image_max_bytes", "1073741825"),
             ("limits", "client_rate", "1000001"),
             ("cache", "max_entry_bytes", "0"),
             ("cache", "max_entry_bytes", "4294967296"),
@@ -999,6 +1049,19 @@ mod tests {
     rejected!(intercept_empty_ca_dir, "[intercept]\nca_dir = \"\"\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "intercept.ca_dir");
     rejected!(intercept_unknown_key, "[intercept]\nenable = true\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:2:", "intercept.enable");
     rejected!(unknown_algorithm, "[profiles.x]\nrules = \"declutter\"\n\nalgorithm = \"readability\"\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:4:", "profiles.x.algorithm", "unknown algorithm \"readability\"; known: crunch");
+    rejected!(images_unknown, "[profiles.x]\nrules = \"declutter\"\nimages = \"tiny\"\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:3:", "profiles.x.images");
+    rejected!(image_quality_zero, "[profiles.x]\nrules = \"declutter\"\nimage_quality = 0\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:3:", "profiles.x.image_quality");
+    rejected!(image_max_width_huge, "[profiles.x]\nrules = \"declutter\"\nimage_max_width = 20000\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:3:", "profiles.x.image_max_width");
+
+    #[test]
+    fn image_keys_are_read() {
+        let c = parse("[profiles.gateway]\nrules = \"declutter\"\nimages = \"compress\"\nimage_max_width = 640\nimage_quality = 50\n[limits]\nimage_max_pixels = 1000\n[[listener]]\naddress = \"127.0.0.1:1\"\n").expect("valid");
+        let images = c.profiles["gateway"].images();
+        assert_eq!(images, Images { policy: Policy::Compress, max_width: 640, quality: 50 });
+        assert_eq!(c.limits.image_max_pixels, 1000);
+        assert_eq!(c.profiles["declutter"].images(), Images::default(), "keep unless asked");
+    }
+
     rejected!(fallback_lang_not_a_tag, "[profiles.x]\nrules = \"declutter\"\nfallback_lang = \"english please\"\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:3:", "fallback_lang");
     rejected!(retain_links_not_bool, "[profiles.x]\nrules = \"declutter\"\nretain_links = \"yes\"\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:3:", "retain_links");
 

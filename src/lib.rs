@@ -30,6 +30,7 @@
 //! | [`dom`] | the compact arena tree with per-node statistics, parsed by pith's own tokenizer and tree builder (html5ever's tree builder for the constructs the latter leaves out) |
 //! | [`extract`] | removers and extractors over [`dom`] trees; no I/O but reading the site rule files |
 //! | [`render`] | output forms: filtered HTML, plain text, the reading page |
+//! | [`images`] | what a page's images become (lazy addresses made real, one small candidate, placeholders) and image responses transcoded smaller within bounds |
 //! | [`pipeline`] | one whole-document transform shared by the proxy and `pith extract` |
 //!
 //! Dependencies point downstream only: `net` uses everything, `body` knows nothing of HTTP or
@@ -49,6 +50,7 @@ pub mod extract;
 pub mod host;
 pub mod html;
 pub mod icap;
+pub mod images;
 pub mod net;
 pub mod pipeline;
 pub mod render;

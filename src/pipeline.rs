@@ -43,6 +43,7 @@ use crate::ads::AdFilter;
 use crate::html::adapt::Adapt;
 use crate::html::charset::{self, CharsetSource};
 use crate::html::translit::OutCharset;
+use crate::images::Images;
 use crate::html::rules::RuleSet;
 use crate::html::{rules::TreeRules, stage1::{self, RewriteError, Stage1Stats}};
 
@@ -120,6 +121,9 @@ pub struct Stage2 {
     /// The ad matcher from the config's `filters.ad_lists`; `None` means the lists shipped in
     /// the binary ([`AdFilter::builtin`]).
     pub ads: Option<Arc<AdFilter>>,
+    /// What happens to images: in the pages written here, and (read by the proxy) to image
+    /// responses.
+    pub images: Images,
 }
 
 impl Profile {
@@ -149,6 +153,11 @@ impl Profile {
     pub fn with_adapt(mut self, adapt: Adapt) -> Profile {
         self.adapt = (!adapt.is_identity()).then(|| Arc::new(adapt));
         self
+    }
+
+    /// The profile's image settings: its stage 2's, else keep.
+    pub fn images(&self) -> Images {
+        self.stage2.as_ref().map(|s| s.images).unwrap_or_default()
     }
 
     /// True for `pass`: the proxy never buffers or rewrites for it.
@@ -522,7 +531,7 @@ fn reading_page(
         Output::Text => crate::render::reader::render_text(&mut tree, &meta),
         Output::Content => crate::render::reader::render_content(&tree),
         Output::Html => {
-            let page = crate::render::reader::Page { meta: &meta, base: base.as_deref(), original };
+            let page = crate::render::reader::Page { meta: &meta, base: base.as_deref(), original, images: stage2.map(|s| s.images).unwrap_or_default() };
             crate::render::reader::render(&mut tree, &page)
         }
     };
@@ -672,6 +681,7 @@ fn declutter_page(mut tree: Tree, stage2: &Stage2, output: Output, page_url: Opt
                 lang: lang.as_deref(),
                 body: heading.as_deref().unwrap_or_default(),
                 title: doc_title.as_deref(),
+                images: Some(&stage2.images),
             };
             let page = crate::render::html::render_dressed(&tree, &dress);
             crate::render::retained::insert_html(&tree, page, &crate::render::retained::html_section(&retained))

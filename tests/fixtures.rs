@@ -43,7 +43,7 @@ fn profile_for(name: &str, declutter: &Profile) -> Profile {
             retain_links: Some(true),
             ..Options::default()
         };
-        profile = profile.with_stage2(Stage2 { options, sites, ads: None });
+        profile = profile.with_stage2(Stage2 { options, sites, ads: None, ..Stage2::default() });
     }
     profile
 }
@@ -141,6 +141,7 @@ fn a_site_rule_that_takes_the_article_falls_back() {
             options: Options::default(),
             sites,
             ads: None,
+            ..Stage2::default()
         });
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/news-article.src.html");
     let input = std::fs::read(src).expect("read the fixture");

@@ -23,6 +23,7 @@ mod gateway;
 mod fixtures;
 mod icap;
 mod html5lib;
+mod images;
 mod intercept;
 mod lifetimes;
 mod limits;

@@ -247,7 +247,7 @@ fn check_reader(tree: &Tree) {
     let found = meta::extract(&kept, Some(PAGE_URL));
     Algorithm::Pith.run(&mut kept, None, Some(HOST));
     let base = document_base(&kept, Some(PAGE_URL));
-    let page = reader::Page { meta: &found, base: base.as_deref(), original: Some(PAGE_URL) };
+    let page = reader::Page { meta: &found, base: base.as_deref(), original: Some(PAGE_URL), images: Default::default() };
     let out = reader::render(&mut kept, &page);
     let parsed = Tree::parse(&out);
     let h1s = parsed

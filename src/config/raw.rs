@@ -187,6 +187,10 @@ pub struct RawLimits {
     pub client_write_timeout_ms: Spanned<u64>,
     /// How long a tunnel may carry no bytes either way before it is closed.
     pub tunnel_idle_timeout_ms: Spanned<u64>,
+    /// Most pixels an image may have to be decoded for transcoding.
+    pub image_max_pixels: Spanned<u64>,
+    /// Largest image response read whole for transcoding.
+    pub image_max_bytes: Spanned<u64>,
 }
 
 impl Default for RawLimits {
@@ -206,6 +210,8 @@ impl Default for RawLimits {
             max_connections_per_client: Spanned::new(0..0, 64),
             client_write_timeout_ms: Spanned::new(0..0, 60_000),
             tunnel_idle_timeout_ms: Spanned::new(0..0, 300_000),
+            image_max_pixels: Spanned::new(0..0, 16_000_000),
+            image_max_bytes: Spanned::new(0..0, 8 << 20),
         }
     }
 }
@@ -312,6 +318,15 @@ pub struct RawProfile {
     /// The bar of "original" and "reading mode" links atop each rewritten page; default true.
     #[serde(default)]
     pub bar: Option<bool>,
+    /// What happens to images: "keep", "compress", "placeholder" or "none"; default "keep".
+    #[serde(default)]
+    pub images: Option<Spanned<String>>,
+    /// The widest image served, in pixels; default 800.
+    #[serde(default)]
+    pub image_max_width: Option<Spanned<u32>>,
+    /// WebP and JPEG quality, 1-100; default 60.
+    #[serde(default)]
+    pub image_quality: Option<Spanned<u8>>,
 }
 
 /// The default of `limits.max_headers`: also the HTTP/1 parser's own default, which keeps its

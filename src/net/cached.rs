@@ -285,6 +285,7 @@ impl Fill<'_> {
             }
         }
         let accept_encoding = req.headers().get(header::ACCEPT_ENCODING).cloned();
+        let accept = req.headers().get(header::ACCEPT).cloned();
         let sent = send(self.state, self.target, req).await;
         if let Some(entry) = self.stale_if_error(&sent) {
             return Ok(entry);
@@ -305,7 +306,7 @@ impl Fill<'_> {
         self.cache.count_miss();
         let (status, origin_headers) = (resp.status(), resp.headers().clone());
         let url = self.target.uri.to_string();
-        let ex = Exchange { method: &self.ask.method, host: self.target.host, url: &url, accept_encoding, profile: self.target.profile };
+        let ex = Exchange { method: &self.ask.method, host: self.target.host, url: &url, accept_encoding, accept, profile: self.target.profile };
         let page = match respond::respond_outcome(self.state, &ex, resp).await {
             Ok(Outcome::Rewritten(page)) => page,
             Ok(Outcome::Passed(served)) => return Err(Unstored::new(Ok(self.keep_streamed(status, &origin_headers, served).await))),
@@ -469,7 +470,8 @@ impl Background {
         self.cache.count_miss();
         let (status, origin_headers) = (resp.status(), resp.headers().clone());
         let url = self.ask.uri.to_string();
-        let ex = Exchange { method: &self.ask.method, host: &self.host, url: &url, accept_encoding, profile: &self.profile };
+        let accept = self.ask.headers.get(header::ACCEPT).cloned();
+        let ex = Exchange { method: &self.ask.method, host: &self.host, url: &url, accept_encoding, accept, profile: &self.profile };
         let now = SystemTime::now();
         let max = self.cache.max_entry_bytes();
         let admitted = match respond::respond_outcome(&self.state, &ex, resp).await? {
@@ -533,9 +535,10 @@ async fn send(state: &State, target: &Target<'_>, req: Request<Incoming>) -> Res
 async fn forward_and_respond(state: &State, target: &Target<'_>, req: Request<Incoming>) -> Result<Served, ProxyError> {
     let method = req.method().clone();
     let accept_encoding = req.headers().get(header::ACCEPT_ENCODING).cloned();
+    let accept = req.headers().get(header::ACCEPT).cloned();
     let url = target.uri.to_string();
     let resp = send(state, target, req).await?;
-    let ex = Exchange { method: &method, host: target.host, url: &url, accept_encoding, profile: target.profile };
+    let ex = Exchange { method: &method, host: target.host, url: &url, accept_encoding, accept, profile: target.profile };
     respond::respond(state, &ex, resp).await
 }
 

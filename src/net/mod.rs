@@ -16,7 +16,8 @@
 //! - [`cached`]: the cache step (lookup, single fill, revalidation, HEAD and `only-if-cached`
 //!   answered from what is kept), then forward and respond; [`tee`]: the copy kept of a
 //!   response that streams through, stored only when it ends whole.
-//! - [`respond`]: classify a response, then pass it through or rewrite it.
+//! - [`respond`]: classify a response, then pass it through or rewrite it; [`images`]: image
+//!   responses transcoded for a profile that asks for it.
 //! - [`budget`]: the memory budget of the pages being buffered and rewritten.
 //! - [`connect`]: CONNECT: blind tunnels, and HTTPS interception with leaves from [`crate::tls`].
 //! - [`own`]: pith's own pages and error pages; [`control`]: the control page at `http://pith/`
@@ -41,6 +42,7 @@ pub mod error;
 pub mod forward;
 pub mod gateway;
 pub mod icap;
+pub mod images;
 pub mod own;
 pub mod per_client;
 pub mod pooled;

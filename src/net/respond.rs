@@ -44,6 +44,8 @@ pub struct Exchange<'a> {
     pub url: &'a str,
     /// The client's Accept-Encoding.
     pub accept_encoding: Option<HeaderValue>,
+    /// The client's Accept: the format a transcoded image is sent in ([`super::images`]).
+    pub accept: Option<HeaderValue>,
     /// The profile serving the client.
     pub profile: &'a Profile,
 }
@@ -82,6 +84,12 @@ pub struct Rewritten {
 }
 
 impl Rewritten {
+    /// A response read whole and rewritten (a page, or an image by [`super::images`]), still
+    /// holding its share of the rewrite memory budget.
+    pub(super) fn new(parts: http::response::Parts, body: Bytes, origin_bytes: u64, hold: Reservation) -> Rewritten {
+        Rewritten { parts, body, origin_bytes, hold }
+    }
+
     /// The response for the client.
     pub fn into_served(self) -> Served {
         let body = budget::rewritten(self.body, self.hold).map_err(|never| match never {}).boxed_unsync();
@@ -100,6 +108,9 @@ pub enum Outcome {
 /// Like [`respond`], but a rewritten page comes back as its parts and bytes, for the cache.
 pub async fn respond_outcome(state: &State, ex: &Exchange<'_>, resp: Response<Incoming>) -> Result<Outcome, ProxyError> {
     let idle = state.config.upstream.body_idle_timeout;
+    if super::images::is_candidate(ex, &resp, state.config.limits.image_max_bytes) {
+        return super::images::respond(state, ex, resp).await;
+    }
     let Some(plan) = plan(ex.method, ex.profile, resp.status(), resp.headers(), state.config.limits.max_rewrite_bytes) else {
         let resp = resp.map(|body| bodies::stream(body, idle));
         return Ok(Outcome::Passed(pass(state, resp, Vec::new(), Action::Pass, None)));
@@ -316,7 +327,7 @@ fn stopped(raw: Vec<Bytes>, rest: Incoming, idle: std::time::Duration, why: Stop
 
 /// A response streamed to the client untouched, after any bytes already read; `hold` is their
 /// share of the rewrite memory budget, given back as they are sent.
-fn pass<B>(state: &State, resp: Response<B>, read: Vec<Bytes>, action: Action, hold: Option<Reservation>) -> Served
+pub(super) fn pass<B>(state: &State, resp: Response<B>, read: Vec<Bytes>, action: Action, hold: Option<Reservation>) -> Served
 where
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<bodies::BodyError>,
@@ -333,7 +344,7 @@ where
     Served { response: Response::from_parts(parts, body), action, origin_bytes: 0 }
 }
 
-fn strip_response_hop_by_hop(headers: &mut HeaderMap, state: &State) {
+pub(super) fn strip_response_hop_by_hop(headers: &mut HeaderMap, state: &State) {
     forward::strip_hop_by_hop(headers);
     forward::add_via(headers, &state.via);
 }

@@ -20,6 +20,7 @@
 use markup5ever::local_name;
 
 use crate::dom::{Edge, Element, NodeId, NodeKind, Ns, Tree};
+use crate::images::{page as images, Images, Policy};
 use crate::render::access;
 
 /// The whole document as HTML.
@@ -44,6 +45,8 @@ pub struct Dress<'a> {
     pub body: &'a str,
     /// A `<title>` for a page without one, written after `head`.
     pub title: Option<&'a str>,
+    /// What images become ([`images`]); `None` or `keep`: as the page wrote them.
+    pub images: Option<&'a Images>,
 }
 
 /// The phone viewport and stylesheet of the declutter page (about 700 bytes): a readable
@@ -267,9 +270,50 @@ fn dressed(tree: &Tree, node: NodeId, e: &Element, name: &str, dress: &Dress<'_>
                 None => false,
             }
         }
+        local_name!("img") if dress.images.is_some_and(|i| i.policy != Policy::Keep) => {
+            if let Some(settings) = dress.images {
+                image(tree, node, e, name, settings, out);
+            }
+            true
+        }
+        // The image of a `<picture>` carries the chosen address; a source would override it.
+        local_name!("source") if dress.images.is_some_and(|i| i.policy != Policy::Keep) => images::is_picture_source(tree, node),
         // A void element: nothing to close, nothing inside.
         local_name!("meta") => tree.attr(node, "name").is_some_and(|n| n.trim().eq_ignore_ascii_case("viewport")),
         _ => mended(tree, node, e, name, out),
+    }
+}
+
+/// Writes an image as `settings` say: with the address chosen by [`images::source`] as its
+/// `src` and the browser's lazy-loading hints (`compress`), as a small link to it named by its
+/// alt text (`placeholder`; plain text inside a link, which cannot hold another), or not at all
+/// (`none`, or an image that names no address).
+fn image(tree: &Tree, node: NodeId, e: &Element, name: &str, settings: &Images, out: &mut String) {
+    let Some(src) = images::source(tree, node, settings.max_width) else { return };
+    let given = tree.attr(node, "alt");
+    let named = given.is_none_or(|a| a.trim().is_empty()).then(|| access::image_in_link(tree, node)).flatten();
+    let alt = named.as_deref().or(given).unwrap_or_else(|| tree.attr(node, "title").map_or("", str::trim));
+    match settings.policy {
+        Policy::Keep | Policy::None => {}
+        Policy::Compress => {
+            let set = [("src", src.as_str()), ("alt", alt), ("loading", "lazy"), ("decoding", "async")];
+            write_start_tag_keeping(tree, node, name, e, &set, |n| !images::is_replaced_attribute(n), out);
+        }
+        Policy::Placeholder => {
+            let label = if alt.trim().is_empty() { "image" } else { alt.trim() };
+            let in_link = tree.ancestors(node).any(|a| tree.tag(a) == Some("a"));
+            if !in_link {
+                out.push_str("<a class=\"pith-image\" href=\"");
+                escape(&src, true, out);
+                out.push_str("\">");
+            }
+            out.push('[');
+            escape(label, false, out);
+            out.push(']');
+            if !in_link {
+                out.push_str("</a>");
+            }
+        }
     }
 }
 
@@ -490,7 +534,7 @@ mod tests {
     #[test]
     fn a_dressed_page_gets_its_head_markup_and_lang_and_loses_its_viewport() {
         let tree = Tree::parse("<html><head><meta name=Viewport content=\"user-scalable=no\"><title>t</title></head><body><p>x</p></body></html>");
-        let dress = Dress { head: "<meta name=\"viewport\" content=\"width=device-width\">", lang: Some("de"), body: "<h1>T</h1>", title: None };
+        let dress = Dress { head: "<meta name=\"viewport\" content=\"width=device-width\">", lang: Some("de"), body: "<h1>T</h1>", title: None, images: None };
         assert_eq!(
             render_dressed(&tree, &dress),
             "<html lang=\"de\"><head><meta name=\"viewport\" content=\"width=device-width\"><title>t</title></head><body><h1>T</h1><p>x</p></body></html>"
@@ -503,6 +547,33 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn images_are_written_as_the_profile_says() {
+        let html = "<p><img class=lazy src='data:image/gif;base64,R0' data-src=/big.jpg data-srcset='/s.jpg 400w, /m.jpg 800w, /l.jpg 1600w' sizes=100vw alt='A ferry'>\
+            <picture><source type=image/webp srcset='/p.webp 900w'><img src=/p.jpg></picture>\
+            <a href=/story><img src=/t.jpg alt=Teaser></a><img src='data:image/gif;base64,R0'></p>";
+        let tree = Tree::parse(html);
+        let body = |policy: Policy| {
+            let images = Images { policy, ..Images::default() };
+            let page = render_dressed(&tree, &Dress { images: Some(&images), ..Dress::default() });
+            page[page.find("<p>").expect("p")..page.find("</p>").expect("end") + 4].to_string()
+        };
+        assert_eq!(
+            body(Policy::Compress),
+            "<p><img class=\"lazy\" src=\"/m.jpg\" alt=\"A ferry\" loading=\"lazy\" decoding=\"async\">\
+            <picture><img src=\"/p.webp\" alt=\"\" loading=\"lazy\" decoding=\"async\"></picture>\
+            <a href=\"/story\"><img src=\"/t.jpg\" alt=\"Teaser\" loading=\"lazy\" decoding=\"async\"></a></p>"
+        );
+        assert_eq!(
+            body(Policy::Placeholder),
+            "<p><a class=\"pith-image\" href=\"/m.jpg\">[A ferry]</a>\
+            <picture><a class=\"pith-image\" href=\"/p.webp\">[image]</a></picture>\
+            <a href=\"/story\">[Teaser]</a></p>"
+        );
+        assert_eq!(body(Policy::None), "<p><picture></picture><a href=\"/story\"></a></p>");
+        assert!(body(Policy::Keep).contains("data-srcset"), "keep writes the page's markup");
+    }
 
     /// Rendering, parsing the output and rendering again gives the same markup.
     #[test]

@@ -30,6 +30,7 @@ use crate::dom::{Edge, NodeId, Tree};
 use crate::extract::meta::Meta;
 
 use content::Content;
+use crate::images::Images;
 
 /// A reading page's header fields and where it came from.
 #[derive(Debug, Clone, Copy)]
@@ -40,6 +41,8 @@ pub struct Page<'a> {
     pub base: Option<&'a str>,
     /// The original page's address, linked from the header.
     pub original: Option<&'a str>,
+    /// What images become ([`crate::images`]).
+    pub images: Images,
 }
 
 /// The title used when the page states none.
@@ -72,7 +75,7 @@ pub fn render(tree: &mut Tree, page: &Page<'_>) -> String {
     let body = tree.body();
     let title = take_title(tree, page.meta).unwrap_or_else(|| UNTITLED.to_string());
     let base = page.base.and_then(|b| Url::parse(b).ok());
-    let mut content = Content::new(tree, base);
+    let mut content = Content::new(tree, base, page.images);
     if let Some(body) = body {
         content.render(body);
     }
@@ -355,7 +358,7 @@ mod tests {
 
     fn page_of(body: &str, meta: &Meta) -> String {
         let mut tree = Tree::parse(body);
-        let page = Page { meta, base: Some("https://e.example/a/b"), original: Some("https://e.example/a/b") };
+        let page = Page { meta, base: Some("https://e.example/a/b"), original: Some("https://e.example/a/b"), images: Images::default() };
         render(&mut tree, &page)
     }
 
@@ -531,11 +534,11 @@ mod tests {
         let deep = format!("{}text{}", "<div><span>".repeat(5000), "</span></div>".repeat(5000));
         let mut tree = Tree::parse_with_max_depth(&deep, u32::MAX);
         let m = Meta::default();
-        let out = render(&mut tree, &Page { meta: &m, base: None, original: None });
+        let out = render(&mut tree, &Page { meta: &m, base: None, original: None, images: Images::default() });
         assert!(out.contains("<p>text</p>"), "{}", &out[out.len().saturating_sub(200)..]);
         for html in ["<frameset><frame src=x></frameset>", "<table><td>", "<pre>", "<a href=x><p>y</a>"] {
             let mut tree = Tree::parse(html);
-            render(&mut tree, &Page { meta: &m, base: Some("not a url"), original: None });
+            render(&mut tree, &Page { meta: &m, base: Some("not a url"), original: None, images: Images::default() });
         }
     }
 }

@@ -63,7 +63,8 @@ impl Conn {
         let (method, url, host) = request_of(req.as_ref());
         self.note.url.clone_from(&url);
         let accept_encoding = req.as_ref().and_then(|r| r.headers.get(header::ACCEPT_ENCODING).cloned());
-        let ex = Exchange { method: &method, host: &host, url: &url, accept_encoding, profile: &profile };
+        let accept = req.as_ref().and_then(|r| r.headers.get(header::ACCEPT).cloned());
+        let ex = Exchange { method: &method, host: &host, url: &url, accept_encoding, accept, profile: &profile };
         let limit = state.config.limits.max_rewrite_bytes;
         let status = StatusCode::from_u16(msg.res.status).map_err(|_| IcapError::HttpHead { why: "the status code is out of range" })?;
         let planned = msg.has_body.then(|| plan(&method, &profile, status, &msg.res.headers, limit)).flatten();

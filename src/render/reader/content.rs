@@ -16,6 +16,7 @@ use url::Url;
 
 use super::{attr, escape, heading_text, Heading};
 use crate::dom::{Edge, NodeId, NodeKind, Ns, Tree};
+use crate::images::{Images, Policy};
 
 /// How an element of the content is written.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -95,6 +96,8 @@ enum Frame {
 pub(super) struct Content<'t> {
     tree: &'t Tree,
     base: Option<Url>,
+    /// What images become ([`crate::images`]).
+    images: Images,
     out: String,
     frames: Vec<Frame>,
     /// Kept elements open in the output.
@@ -123,9 +126,9 @@ pub(super) struct Content<'t> {
 }
 
 impl<'t> Content<'t> {
-    pub(super) fn new(tree: &'t Tree, base: Option<Url>) -> Self {
+    pub(super) fn new(tree: &'t Tree, base: Option<Url>, images: Images) -> Self {
         let out = String::with_capacity(tree.len() * 8);
-        Content { tree, base, out, frames: Vec::new(), open: 0, phrasing: 0, loose_p: false, pending_break: false, written: false, tables: Vec::new(), headings: Vec::new(), sections: Vec::new(), items: Vec::new(), plain_dls: Vec::new() }
+        Content { tree, base, images, out, frames: Vec::new(), open: 0, phrasing: 0, loose_p: false, pending_break: false, written: false, tables: Vec::new(), headings: Vec::new(), sections: Vec::new(), items: Vec::new(), plain_dls: Vec::new() }
     }
 
     pub(super) fn render(&mut self, body: NodeId) {
@@ -394,20 +397,50 @@ impl<'t> Content<'t> {
         }
     }
 
+    /// An image with an address, made absolute: its `src` or lazy address (`keep`), or the
+    /// address [`crate::images::page::source`] chooses with lazy-loading hints (`compress`),
+    /// or a small link to it (`placeholder`); nothing for `none`.
     fn image(&mut self, node: NodeId) {
         let tree = self.tree;
-        let src = ["src", "data-src", "data-lazy-src", "data-original"]
-            .iter()
-            .filter_map(|a| tree.attr(node, a))
-            .map(str::trim)
-            .find(|s| !s.is_empty() && !s.starts_with("data:"));
-        let Some(src) = src.and_then(|s| self.absolute(s)) else { return };
+        let src = match self.images.policy {
+            Policy::None => return,
+            Policy::Keep => ["src", "data-src", "data-lazy-src", "data-original"]
+                .iter()
+                .filter_map(|a| tree.attr(node, a))
+                .map(str::trim)
+                .find(|s| !s.is_empty() && !s.starts_with("data:"))
+                .map(str::to_string),
+            Policy::Compress | Policy::Placeholder => crate::images::page::source(tree, node, self.images.max_width),
+        };
+        let Some(src) = src.and_then(|s| self.absolute(&s)) else { return };
         self.before_inline();
-        self.out.push_str("<img");
-        attr(&mut self.out, "src", &src);
         let alt = tree.attr(node, "alt").unwrap_or("").trim();
         let named = if alt.is_empty() { crate::render::access::image_in_link(tree, node) } else { None };
-        attr(&mut self.out, "alt", named.as_deref().unwrap_or(alt));
+        let alt = named.as_deref().unwrap_or(alt);
+        if self.images.policy == Policy::Placeholder {
+            let label = if alt.is_empty() { "image" } else { alt };
+            let in_link = tree.ancestors(node).any(|a| tree.tag(a) == Some("a"));
+            if !in_link {
+                self.out.push_str("<a class=\"pith-image\"");
+                attr(&mut self.out, "href", &src);
+                self.out.push('>');
+            }
+            self.out.push('[');
+            escape(label, &mut self.out);
+            self.out.push(']');
+            if !in_link {
+                self.out.push_str("</a>");
+            }
+            self.written = true;
+            return;
+        }
+        self.out.push_str("<img");
+        attr(&mut self.out, "src", &src);
+        attr(&mut self.out, "alt", alt);
+        if self.images.policy == Policy::Compress {
+            attr(&mut self.out, "loading", "lazy");
+            attr(&mut self.out, "decoding", "async");
+        }
         self.out.push('>');
         self.written = true;
     }

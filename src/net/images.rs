@@ -1,0 +1,174 @@
+//! Image responses made smaller for a profile whose `images` transcode
+//! ([`crate::images::Policy::is_transcoding`]): the proxy's side of [`crate::images::transcode`].
+//!
+//! A `200` answer to a GET typed JPEG, PNG, GIF or WebP, with no content-coding and no longer
+//! than `limits.image_max_bytes`, is read whole (past the bound it streams on untouched, the
+//! bytes read first included). The image then waits for a turn on a small pool, one fewer than
+//! the machine's cores: decoding, scaling and encoding run on the blocking threads, never on
+//! the async workers, and a burst of images queues there while pages keep flowing. Its bytes,
+//! and once it has a turn what decoding it costs (its header gives the pixels), are held in
+//! the rewrite memory budget ([`super::budget`]) like a page's.
+//!
+//! The client gets WebP when its `Accept` names `image/webp`, else JPEG, at most
+//! `image_max_width` wide, with `Vary: Accept`; and the origin's bytes whenever the result is
+//! not smaller or the image is animated, too large in pixels, truncated or undecodable. A
+//! transcoded image is a [`respond::Rewritten`], kept by the cache like a rewritten page; the
+//! key holds the client's image format class ([`crate::cache::Cache::key`]).
+
+use bytes::{Bytes, BytesMut};
+use http::header::{self, HeaderMap, HeaderValue};
+use http::{Method, Response, StatusCode};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+
+use super::bodies::{self, Action};
+use super::error::ProxyError;
+use super::respond::{self, Exchange, Outcome};
+use super::State;
+use crate::images::transcode::{self, Format, Target, Transcoded, Untouched};
+
+/// Types read for transcoding (`image/jpg` and `image/pjpeg` are JPEG as some servers name it).
+const TYPES: [&str; 6] = ["image/jpeg", "image/jpg", "image/pjpeg", "image/png", "image/gif", "image/webp"];
+
+/// Whether `resp` is an image the profile transcodes, by its head alone.
+pub fn is_candidate(ex: &Exchange<'_>, resp: &Response<Incoming>, max_bytes: u64) -> bool {
+    if !ex.profile.images().policy.is_transcoding() || *ex.method != Method::GET || resp.status() != StatusCode::OK {
+        return false;
+    }
+    let headers = resp.headers();
+    let typed = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|ct| ct.split(';').next().unwrap_or("").trim())
+        .is_some_and(|essence| TYPES.iter().any(|t| essence.eq_ignore_ascii_case(t)));
+    let coded = headers.get_all(header::CONTENT_ENCODING).iter().any(|v| v.to_str().map_or(true, |c| !c.trim().eq_ignore_ascii_case("identity")));
+    let length = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+    typed && !coded && length.is_none_or(|n| n <= max_bytes)
+}
+
+/// Reads, transcodes and answers an image response that [`is_candidate`] accepted.
+pub async fn respond(state: &State, ex: &Exchange<'_>, resp: Response<Incoming>) -> Result<Outcome, ProxyError> {
+    let idle = state.config.upstream.body_idle_timeout;
+    let max_bytes = state.config.limits.image_max_bytes;
+    let expected = http_body::Body::size_hint(resp.body()).exact().unwrap_or(0);
+    let Some(mut hold) = state.budget.reserve(expected).await else {
+        let resp = resp.map(|body| bodies::stream(body, idle));
+        return Ok(Outcome::Passed(respond::pass(state, resp, Vec::new(), Action::OverBudget, None)));
+    };
+    let (parts, mut body) = resp.into_parts();
+    let mut raw = Vec::new();
+    let mut len = 0u64;
+    loop {
+        let frame = tokio::time::timeout(idle, body.frame())
+            .await
+            .map_err(|_| ProxyError::Timeout { host: ex.host.to_string(), what: "send the rest of the image", after: idle })?;
+        let chunk = match frame {
+            None => break,
+            Some(Err(e)) => return Err(ProxyError::Upstream { host: ex.host.to_string(), source: Box::new(e) }),
+            Some(Ok(frame)) => match frame.into_data() {
+                Ok(data) => data,
+                Err(_trailers) => continue,
+            },
+        };
+        len += chunk.len() as u64;
+        raw.push(chunk);
+        if len > max_bytes || !hold.cover(len).await {
+            // Too large to transcode, or no room: the rest streams on after what was read.
+            let rest = Response::from_parts(parts, bodies::stream(body, idle));
+            return Ok(Outcome::Passed(respond::pass(state, rest, raw, Action::Pass, Some(hold))));
+        }
+    }
+    let data = join(raw);
+    let untouched = |why: Untouched, hold: super::budget::Reservation| -> Result<Outcome, ProxyError> {
+        tracing::debug!(url = ex.url, %why, "image served as the origin sent it");
+        let whole = Response::from_parts(parts.clone(), bodies::full(Bytes::new()));
+        Ok(Outcome::Passed(respond::pass(state, whole, vec![data.clone()], Action::Pass, Some(hold))))
+    };
+    let images = ex.profile.images();
+    let accept = ex.accept.as_ref().and_then(|v| v.to_str().ok());
+    let target = Target { format: Format::for_accept(accept), max_width: images.max_width, quality: images.quality, max_pixels: state.config.limits.image_max_pixels };
+    let transcoded = match run(&data, target, &mut hold).await? {
+        Ok(t) => t,
+        Err(why) => return untouched(why, hold),
+    };
+    let mut parts = parts.clone();
+    image_headers(&mut parts.headers, &transcoded, data.len(), ex, state);
+    let body = Bytes::from(transcoded.bytes);
+    hold.shrink_to(body.len() as u64);
+    Ok(Outcome::Rewritten(respond::Rewritten::new(parts, body, len, hold)))
+}
+
+/// The chunks of a body as one buffer (a single chunk is not copied).
+fn join(mut raw: Vec<Bytes>) -> Bytes {
+    if raw.len() == 1 {
+        return raw.pop().unwrap_or_default();
+    }
+    let mut all = BytesMut::with_capacity(raw.iter().map(Bytes::len).sum());
+    for chunk in raw {
+        all.extend_from_slice(&chunk);
+    }
+    all.freeze()
+}
+
+/// Transcodes on the pool, once it has a turn and the budget has room for what decoding costs
+/// (RGBA at the original size, the scaled copy and the output, bounded by the header's pixels).
+async fn run(data: &Bytes, target: Target, hold: &mut super::budget::Reservation) -> Result<Result<Transcoded, Untouched>, ProxyError> {
+    let _turn = turns().acquire().await.map_err(|_| ProxyError::Internal { what: "the transcoding turns were closed".to_string() })?;
+    let pixels = transcode::pixels(data).unwrap_or(0).min(target.max_pixels);
+    if !hold.cover(data.len() as u64 + pixels.saturating_mul(8)).await {
+        return Ok(Err(Untouched::NoMemory));
+    }
+    let data = data.clone();
+    match tokio::task::spawn_blocking(move || transcode::transcode(&data, &target)).await {
+        Ok(result) => Ok(result),
+        Err(join) => Err(ProxyError::Internal { what: format!("the transcoding task failed: {join}") }),
+    }
+}
+
+/// Turns for transcoding: one fewer than the machine's cores, at least one, so a burst of
+/// images leaves a core to the async workers and the pages. Shared by every listener and kept
+/// across reloads: it depends on the machine, not on the configuration.
+fn turns() -> &'static tokio::sync::Semaphore {
+    static TURNS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
+    TURNS.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        tokio::sync::Semaphore::new(cores.saturating_sub(1).max(1))
+    })
+}
+
+/// Headers of a transcoded image: its type and length, `Vary: Accept` (the format follows the
+/// client's `Accept`), validators weakened (the bytes are no longer the origin's), and in
+/// `x-pith` what was done.
+fn image_headers(headers: &mut HeaderMap, t: &Transcoded, original: usize, ex: &Exchange<'_>, state: &State) {
+    respond::strip_response_hop_by_hop(headers, state);
+    for name in [header::CONTENT_LENGTH, header::CONTENT_ENCODING, header::ACCEPT_RANGES, header::CONTENT_RANGE] {
+        headers.remove(name);
+    }
+    headers.remove("content-md5");
+    headers.remove("digest");
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(t.format.content_type()));
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(t.bytes.len()));
+    let varies = headers.get_all(header::VARY).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(|f| f.trim() == "*" || f.trim().eq_ignore_ascii_case("accept"));
+    if !varies {
+        headers.append(header::VARY, HeaderValue::from_static("Accept"));
+    }
+    if let Some(etag) = headers.get(header::ETAG).and_then(|v| v.to_str().ok()).filter(|e| !e.starts_with("W/")) {
+        if let Ok(weak) = HeaderValue::from_str(&format!("W/{etag}")) {
+            headers.insert(header::ETAG, weak);
+        }
+    }
+    let summary = format!(
+        "profile={}; image={}; from={}x{},{}; to={}x{},{}",
+        ex.profile.name,
+        t.format.content_type(),
+        t.from.0,
+        t.from.1,
+        original,
+        t.to.0,
+        t.to.1,
+        t.bytes.len()
+    );
+    if let Ok(v) = HeaderValue::from_str(&summary) {
+        headers.insert("x-pith", v);
+    }
+}
