@@ -140,7 +140,7 @@ const MAP_BYTES: usize = 256;
 
 /// What an entry costs beyond its body and header maps: the key, the policy's other fields,
 /// and the cache's own bookkeeping.
-const ENTRY_BYTES: usize = 4096;
+const ENTRY_BYTES: usize = 7168;
 
 /// The request headers a response varies on, lowercase and in order; `None` for `Vary: *`.
 /// For a rewritten page Accept-Encoding is left out: pith encodes the page itself, for the
