@@ -442,7 +442,8 @@ async fn switch(state: &State, who: &str, cfg: &ControlConfig, form: &HashMap<St
 
 /// The bar atop a page rewritten in `profile` at `url`: links that serve the same URL once as
 /// the original and in reading mode (or de-cluttered, on a reading page), and one to the
-/// control page. `None` when the profile has no bar or choices are off.
+/// control page; on a page fetched over HTTPS for a plain-HTTP client, a word that the hop to
+/// pith is unencrypted. `None` when the profile has no bar or choices are off.
 pub fn bar(cfg: &ControlConfig, profile: &Profile, url: &str) -> Option<String> {
     if !cfg.choices || !profile.bar || profile.is_pass() || url.len() > MAX_URL {
         return None;
@@ -464,7 +465,13 @@ pub fn bar(cfg: &ControlConfig, profile: &Profile, url: &str) -> Option<String> 
     for (name, label) in links {
         html.push_str(&format!("<a href=\"http://pith/once?profile={}&amp;url={encoded}\">{label}</a> · ", own::escape(&name)));
     }
-    html.push_str("<a href=\"http://pith/\">settings</a></nav>");
+    html.push_str("<a href=\"http://pith/\">settings</a>");
+    // A plain-HTTP client of a listener that fetches HTTPS for it: the page came over TLS, but
+    // the last hop did not, and no padlock will say so.
+    if profile.adapt.as_ref().is_some_and(|a| matches!(a.links, crate::html::adapt::Links::Downgrade { .. })) {
+        html.push_str(" · unencrypted between this device and pith");
+    }
+    html.push_str("</nav>");
     Some(html)
 }
 
