@@ -91,6 +91,20 @@ pub fn detached_value(value: &HeaderValue) -> HeaderValue {
     copy
 }
 
+/// A `Cache-Control` directive of `headers`: `None` when absent, `Some(None)` when present without a
+/// number, `Some(Some(n))` with `=n` (quoted or not). Names in any case; the first occurrence.
+pub fn directive(headers: &HeaderMap, name: &str) -> Option<Option<u64>> {
+    headers
+        .get_all(header::CACHE_CONTROL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .find_map(|d| {
+            let (n, value) = d.split_once('=').map_or((d, None), |(n, v)| (n, Some(v)));
+            n.trim().eq_ignore_ascii_case(name).then(|| value.and_then(|v| v.trim().trim_matches('"').parse().ok()))
+        })
+}
+
 /// Cache-Control and Pragma with every directive name in lowercase, values untouched
 /// (a quoted value keeps its case; a field name inside one is case-insensitive anyway).
 pub fn lowercase_directives(headers: &mut HeaderMap) {

@@ -16,6 +16,8 @@ use std::time::Duration;
 use http::header::{self, HeaderMap};
 use http::StatusCode;
 
+use super::fields;
+
 /// Which grace period.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Grace {
@@ -28,21 +30,21 @@ pub enum Grace {
 /// True when a response kept with `kept` headers, stale for `stale_for`, may be served
 /// stale to a client that sent `request`, under `grace`.
 pub fn allows(kept: &HeaderMap, request: &HeaderMap, grace: Grace, stale_for: Duration) -> bool {
-    if ["must-revalidate", "proxy-revalidate", "s-maxage", "no-cache"].iter().any(|d| seconds(kept, d).is_some()) {
+    if ["must-revalidate", "proxy-revalidate", "s-maxage", "no-cache"].iter().any(|d| fields::directive(kept, d).is_some()) {
         return false;
     }
     let window = match grace {
         Grace::WhileRevalidate => {
-            let validated = seconds(request, "no-cache").is_some()
-                || seconds(request, "max-age") == Some(Some(0))
+            let validated = fields::directive(request, "no-cache").is_some()
+                || fields::directive(request, "max-age") == Some(Some(0))
                 || request.get_all(header::PRAGMA).iter().any(|v| v.to_str().is_ok_and(|v| v.to_ascii_lowercase().contains("no-cache")));
             if validated {
                 return false;
             }
-            seconds(kept, "stale-while-revalidate").flatten()
+            fields::directive(kept, "stale-while-revalidate").flatten()
         }
         // The origin's grant or the client's own acceptance (RFC 5861 §4), whichever is longer.
-        Grace::IfError => seconds(kept, "stale-if-error").flatten().max(seconds(request, "stale-if-error").flatten()),
+        Grace::IfError => fields::directive(kept, "stale-if-error").flatten().max(fields::directive(request, "stale-if-error").flatten()),
     };
     window.is_some_and(|w| stale_for <= Duration::from_secs(w))
 }
@@ -50,20 +52,6 @@ pub fn allows(kept: &HeaderMap, request: &HeaderMap, grace: Grace, stale_for: Du
 /// True for an origin's answer that stale-if-error may stand in for (RFC 5861 §4).
 pub fn is_server_error(status: StatusCode) -> bool {
     matches!(status.as_u16(), 500 | 502 | 503 | 504)
-}
-
-/// A `Cache-Control` directive: `None` when absent, `Some(None)` when present without a
-/// number, `Some(Some(n))` with `=n` (quoted or not). Names in any case; the first occurrence.
-fn seconds(headers: &HeaderMap, name: &str) -> Option<Option<u64>> {
-    headers
-        .get_all(header::CACHE_CONTROL)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .find_map(|d| {
-            let (n, value) = d.split_once('=').map_or((d, None), |(n, v)| (n, Some(v)));
-            n.trim().eq_ignore_ascii_case(name).then(|| value.and_then(|v| v.trim().trim_matches('"').parse().ok()))
-        })
 }
 
 #[cfg(test)]

@@ -95,7 +95,7 @@ pub fn admit_head(ask: &Ask, origin: (StatusCode, &HeaderMap), served: HeaderMap
         return Err(Refusal::SetCookie);
     }
     let vary = vary_names(headers, form).ok_or(Refusal::VaryAll)?;
-    if ask.headers.contains_key(header::COOKIE) && !has_directive(headers, "public") {
+    if ask.headers.contains_key(header::COOKIE) && fields::directive(headers, "public").is_none() {
         return Err(Refusal::Credentials);
     }
     let read = fields::for_policy(headers);
@@ -163,15 +163,6 @@ pub fn vary_names(headers: &HeaderMap, form: Form) -> Option<Vec<HeaderName>> {
     Some(names)
 }
 
-fn has_directive(headers: &HeaderMap, directive: &str) -> bool {
-    headers
-        .get_all(header::CACHE_CONTROL)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|d| d.trim().split('=').next().is_some_and(|name| name.trim().eq_ignore_ascii_case(directive)))
-}
-
 /// True when a request may be answered from the cache: a GET (which may also fill it) or a
 /// HEAD (answered from a stored GET, RFC 9111 §4), for a whole representation that the client
 /// does not make conditional itself. (A client's conditional request is answered from a fresh
@@ -197,7 +188,7 @@ pub fn is_range_candidate(method: &Method, headers: &HeaderMap) -> bool {
 /// True when the client's `Cache-Control` says `only-if-cached`: it wants a stored response
 /// or a 504, never the origin (RFC 9111 §5.2.1.7). Directive names in any case.
 pub fn is_only_if_cached(headers: &HeaderMap) -> bool {
-    has_directive(headers, "only-if-cached")
+    fields::directive(headers, "only-if-cached").is_some()
 }
 
 /// True when the client made its request conditional on what it already has.

@@ -370,6 +370,12 @@ async fn check_post(state: &State, who: &str, req: Request<Incoming>) -> Result<
     if !is_form {
         return Err(Refused(StatusCode::UNSUPPORTED_MEDIA_TYPE, "Send the form as the page does (application/x-www-form-urlencoded).".into()));
     }
+    tokened_form(state, who, req, "This form is out of date or was not sent from pith's page; load the page again.").await
+}
+
+/// The fields of a form POST (at most [`MAX_FORM_BYTES`]), when it carries `who`'s token;
+/// `stale` is what the client is told when it does not.
+async fn tokened_form(state: &State, who: &str, req: Request<Incoming>, stale: &str) -> Result<HashMap<String, String>, Refused> {
     let body = http_body_util::Limited::new(req.into_body(), MAX_FORM_BYTES)
         .collect()
         .await
@@ -377,7 +383,7 @@ async fn check_post(state: &State, who: &str, req: Request<Incoming>) -> Result<
         .to_bytes();
     let form: HashMap<String, String> = url::form_urlencoded::parse(&body).into_owned().collect();
     if !form.get("token").is_some_and(|t| state.control.token_matches(who, t)) {
-        return Err(Refused(StatusCode::FORBIDDEN, "This form is out of date or was not sent from pith's page; load the page again.".into()));
+        return Err(Refused(StatusCode::FORBIDDEN, stale.to_string()));
     }
     Ok(form)
 }
@@ -533,16 +539,7 @@ async fn admin(state: &State, req: Request<Incoming>, path: &str) -> Response<Pr
 async fn check_admin_post(state: &State, who: &str, req: Request<Incoming>) -> Result<HashMap<String, String>, Refused>
 {
     same_origin(state, req.headers())?;
-    let body = http_body_util::Limited::new(req.into_body(), MAX_FORM_BYTES)
-        .collect()
-        .await
-        .map_err(|e| Refused(StatusCode::BAD_REQUEST, format!("The form could not be read: {e}")))?
-        .to_bytes();
-    let form: HashMap<String, String> = url::form_urlencoded::parse(&body).into_owned().collect();
-    if !form.get("token").is_some_and(|t| state.control.token_matches(who, t)) {
-        return Err(Refused(StatusCode::FORBIDDEN, "This form is out of date or was not sent from pith's page.".into()));
-    }
-    Ok(form)
+    tokened_form(state, who, req, "This form is out of date or was not sent from pith's page.").await
 }
 
 /// True when `Authorization` carries the operators' Basic credentials (compared in constant time).
