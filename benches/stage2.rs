@@ -49,7 +49,7 @@ fn declutter_all(pages: &[String], ads: Option<&AdFilter>, text: bool) {
             black_box(render::retained::insert_html(
                 &tree,
                 html,
-                &render::retained::html_section(&outcome.retained),
+                &render::retained::html_section(&tree, &outcome.retained, None),
             ));
         }
     }

@@ -107,12 +107,15 @@ profile = "gateway-reader"
 [cache]
 enabled = false
 
-# A gateway's profiles: de-cluttered or reading pages, images compressed.
+# A gateway's profiles: de-cluttered or reading pages, images compressed. The declutter one
+# keeps what its removers take as links at the end of the page, each with its picture, so the
+# page loses no image the original showed.
 [profiles.gateway]
 rules = "declutter"
 output = "html"
 preset = "automatic"
 images = "compress"
+retain_links = true
 
 [profiles.gateway-reader]
 rules = "reader"

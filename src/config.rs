@@ -1057,7 +1057,7 @@ mod tests {
     fn image_keys_are_read() {
         let c = parse("[profiles.gateway]\nrules = \"declutter\"\nimages = \"compress\"\nimage_max_width = 640\nimage_quality = 50\n[limits]\nimage_max_pixels = 1000\n[[listener]]\naddress = \"127.0.0.1:1\"\n").expect("valid");
         let images = c.profiles["gateway"].images();
-        assert_eq!(images, Images { policy: Policy::Compress, max_width: 640, quality: 50 });
+        assert_eq!(images, Images { policy: Policy::Compress, max_width: 640, quality: 50, width_hints: true });
         assert_eq!(c.limits.image_max_pixels, 1000);
         assert_eq!(c.profiles["declutter"].images(), Images::default(), "keep unless asked");
     }

@@ -684,7 +684,8 @@ fn declutter_page(mut tree: Tree, stage2: &Stage2, output: Output, page_url: Opt
                 images: Some(&stage2.images),
             };
             let page = crate::render::html::render_dressed(&tree, &dress);
-            crate::render::retained::insert_html(&tree, page, &crate::render::retained::html_section(&retained))
+            let section = crate::render::retained::html_section(&tree, &retained, Some(&stage2.images));
+            crate::render::retained::insert_html(&tree, page, &section)
         }
         Output::Text | Output::Content => {
             // The listener's form opens on the title too (`title` is never set for the content form).

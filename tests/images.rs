@@ -206,3 +206,31 @@ async fn a_gateway_page_loads_lazy_images_without_scripts() {
     );
     assert!(!html.contains("data-src"), "{html}");
 }
+
+#[tokio::test]
+async fn a_thumbnail_is_asked_for_at_its_width_and_the_origin_never_sees_the_hint() {
+    let page = "<html><head><title>Harbour</title></head><body><article><h1>Harbour</h1>\
+                <p>The ferry left at dawn, and the harbour was quiet for the first time in weeks; \
+                the fishermen mended their nets and the gulls had the quay to themselves.</p>\
+                <img src='/img?size=large' width='120' alt='The quay'></article></body></html>";
+    let original = jpeg(&photo(1600, 1000), 90);
+    let origin = Origin::new()
+        .route("/story", move |_| reply(&[("content-type", "text/html")], page))
+        .route("/img", move |_| reply(&[("content-type", "image/jpeg"), ("cache-control", "max-age=600")], original.clone()))
+        .run()
+        .await;
+    let pith = gateway("").await;
+    let html = pith.client().get(origin.url("/story")).send().await.unwrap().text().await.unwrap();
+    let src = "/img?size=large&pith-width=240";
+    assert!(html.contains(r#"src="/img?size=large&amp;pith-width=240""#), "shown 120 px wide: asked for at 240: {html}");
+    let (headers, body) = fetch(&pith, &origin.url(src), WEBP_ACCEPT).await;
+    assert!(header(&headers, "x-pith").contains("to=240x150"), "{headers:?}");
+    let got = image::load_from_memory(&body).expect("an image");
+    assert_eq!((got.width(), got.height()), (240, 150));
+    let asked: Vec<String> = origin.received().iter().map(|r| r.uri.to_string()).collect();
+    assert!(asked.iter().any(|u| u == "/img?size=large"), "the page's own address: {asked:?}");
+    assert!(!asked.iter().any(|u| u.contains("pith-width")), "{asked:?}");
+    // The full-width copy is another entry, not the thumbnail.
+    let (headers, _) = fetch(&pith, &origin.url("/img?size=large"), WEBP_ACCEPT).await;
+    assert!(header(&headers, "x-pith").contains("to=640x400"), "{headers:?}");
+}

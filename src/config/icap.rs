@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use super::listener::{collides, MAX_OPEN_V4, MAX_OPEN_V6_SUBNETS};
 use super::{ConfigError, IcapConfig, ListenerConfig, RawIcap, Validator};
-use crate::pipeline::Profile;
+use crate::pipeline::{Profile, Stage2};
 
 impl Validator<'_> {
     /// Every `[[icap]]`, none colliding with a listener or with another.
@@ -61,8 +61,19 @@ impl Validator<'_> {
                 format!("the ICAP service on {address} admits {} public IPv4 addresses and {} public IPv6 /64s: list the proxies that use it, at most a /16 (IPv6: a /48)", covered.v4_addresses, covered.v6_subnets),
             ));
         }
-        Ok(IcapConfig { address, profile, allow })
+        Ok(IcapConfig { address, profile: without_width_hints(profile), allow })
     }
+}
+
+/// `profile` for the ICAP service: its pages name images by the origin's own addresses, since
+/// the ICAP client, not pith, fetches them and would pass a width hint on to the origin.
+fn without_width_hints(profile: Arc<Profile>) -> Arc<Profile> {
+    let Some(stage2) = profile.stage2.as_ref().filter(|s| s.images.width_hints) else { return profile };
+    let mut stage2 = Stage2::clone(stage2);
+    stage2.images.width_hints = false;
+    let mut icap = Profile::clone(&profile);
+    icap.stage2 = Some(Arc::new(stage2));
+    Arc::new(icap)
 }
 
 #[cfg(test)]
@@ -88,6 +99,7 @@ mod tests {
         let c = parse("[[icap]]\naddress = \"127.0.0.1:1344\"\n").unwrap();
         assert_eq!(c.icap.len(), 1);
         assert_eq!(c.icap[0].profile.name, "declutter");
+        assert!(!c.icap[0].profile.images().width_hints, "the ICAP client fetches the images: no hints");
         assert_eq!(c.icap[0].allow.len(), 2);
         let c = parse("[[icap]]\naddress = \"0.0.0.0:1344\"\nallow = [\"10.0.0.0/8\"]\nprofile = \"pass\"\n").unwrap();
         assert_eq!((c.icap[0].profile.name.as_str(), c.icap[0].allow.len()), ("pass", 1));

@@ -66,6 +66,10 @@ pub struct Images {
     pub max_width: u32,
     /// Encoder quality, 1–100, for WebP and JPEG.
     pub quality: u8,
+    /// Whether a page asks pith for an image at the width it shows it
+    /// ([`page::WIDTH_PARAMETER`]). Off for the ICAP service: there another proxy fetches the
+    /// images, and the origin would see the hint.
+    pub width_hints: bool,
 }
 
 /// The default `image_max_width`: a phone's screen at 2× density, or a desktop column.
@@ -77,6 +81,6 @@ pub const DEFAULT_QUALITY: u8 = 60;
 
 impl Default for Images {
     fn default() -> Self {
-        Images { policy: Policy::Keep, max_width: DEFAULT_MAX_WIDTH, quality: DEFAULT_QUALITY }
+        Images { policy: Policy::Keep, max_width: DEFAULT_MAX_WIDTH, quality: DEFAULT_QUALITY, width_hints: true }
     }
 }

@@ -201,6 +201,54 @@ pub fn is_replaced_attribute(name: &str) -> bool {
         || SRCSETS.contains(&name)
 }
 
+/// The query parameter by which a page pith wrote asks pith's transcoder for an image no wider
+/// than it is shown (`…?pith-width=192`). Only pith reads it: [`without_width`] takes it off
+/// before the request leaves for the origin, and the cache keeps the smaller image under the
+/// address that asked for it. Anyone may write it; it can only make an image smaller.
+pub const WIDTH_PARAMETER: &str = "pith-width";
+
+/// The narrowest width a hint may ask for: smaller thumbnails are not worth a separate copy.
+const MIN_HINTED_WIDTH: u32 = 32;
+
+/// `src` with a width hint appended as its last query parameter (before any fragment).
+pub fn with_width(src: &str, width: u32) -> String {
+    let (address, fragment) = src.split_once('#').map_or((src, None), |(a, f)| (a, Some(f)));
+    let joiner = if address.contains('?') { '&' } else { '?' };
+    let mut out = format!("{address}{joiner}{WIDTH_PARAMETER}={}", width.max(MIN_HINTED_WIDTH));
+    if let Some(fragment) = fragment {
+        out.push('#');
+        out.push_str(fragment);
+    }
+    out
+}
+
+/// The width hint a URL carries as its last query parameter, and the URL without it as the
+/// origin wrote it; `None` when it carries none (or a malformed one, which is left alone).
+pub fn without_width(url: &str) -> Option<(u32, String)> {
+    let (address, fragment) = url.split_once('#').map_or((url, None), |(a, f)| (a, Some(f)));
+    let at = address.rfind(WIDTH_PARAMETER)?;
+    let separator = *address.as_bytes().get(at.checked_sub(1)?)?;
+    let value = address[at + WIDTH_PARAMETER.len()..].strip_prefix('=')?;
+    if !matches!(separator, b'?' | b'&') || value.is_empty() || value.len() > 5 || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let width = value.parse().ok()?;
+    // `a?pith-width=N` was `a`; `a?b&pith-width=N` was `a?b`.
+    let mut out = address[..at - 1].to_string();
+    if let Some(fragment) = fragment {
+        out.push('#');
+        out.push_str(fragment);
+    }
+    Some((width, out))
+}
+
+/// The width to ask the transcoder for an image shown `shown` CSS pixels wide: twice that, for
+/// screens of two device pixels per CSS pixel, when that is under the profile's `max_width`.
+pub fn hinted_width(shown: u32, max_width: u32) -> Option<u32> {
+    let wanted = shown.saturating_mul(2);
+    (shown > 0 && wanted < max_width).then_some(wanted.max(MIN_HINTED_WIDTH))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -246,6 +294,22 @@ mod tests {
                 Candidate { url: "c.jpg", width: None, density: 1.0 },
             ]
         );
+    }
+
+    #[test]
+    fn width_hints_round_trip() {
+        for url in ["https://e.example/a.jpg", "https://e.example/a.jpg?x=1&y", "/a.jpg?", "a.jpg#top", "a?q=pith-width"] {
+            let hinted = with_width(url, 192);
+            assert_eq!(without_width(&hinted), Some((192, url.to_string())), "{hinted}");
+        }
+        assert_eq!(with_width("a.jpg?x=1#f", 192), "a.jpg?x=1&pith-width=192#f");
+        assert_eq!(with_width("a.jpg", 3), "a.jpg?pith-width=32", "never tinier than a thumbnail");
+        for plain in ["a.jpg", "a.jpg?xpith-width=9", "a.jpg?pith-width=", "a.jpg?pith-width=1x", "a.jpg?pith-width=9&b", "a?pith-width=1234567"] {
+            assert_eq!(without_width(plain), None, "{plain}");
+        }
+        assert_eq!(hinted_width(96, 800), Some(192));
+        assert_eq!(hinted_width(400, 800), None, "as wide as the profile's own bound");
+        assert_eq!(hinted_width(0, 800), None);
     }
 
     #[test]

@@ -143,8 +143,11 @@ pub fn has_passed(headers: &HeaderMap, via: &HeaderValue) -> bool {
 }
 
 /// Turns a client's absolute-form request into the request for the origin.
-/// `via` is pith's entry, or `None` when the config says not to send one.
+/// `via` is pith's entry, or `None` when the config says not to send one. A width hint pith
+/// wrote into an image address ([`crate::images::page::WIDTH_PARAMETER`]) is taken off: the
+/// origin gets the address its page named.
 pub fn prepare<B>(mut req: Request<B>, uri: Uri, via: Option<&HeaderValue>) -> Result<Request<B>, ProxyError> {
+    let uri = without_width_hint(uri);
     let authority = uri.authority().ok_or_else(|| ProxyError::BadRequest { reason: "the request target has no host".into() })?;
     let host = HeaderValue::from_str(authority.as_str())
         .map_err(|_| ProxyError::BadRequest { reason: format!("invalid host {authority}") })?;
@@ -158,6 +161,15 @@ pub fn prepare<B>(mut req: Request<B>, uri: Uri, via: Option<&HeaderValue>) -> R
     *req.uri_mut() = uri;
     *req.version_mut() = http::Version::HTTP_11;
     Ok(req)
+}
+
+/// `uri` without the width hint its query ends with, if any.
+fn without_width_hint(uri: Uri) -> Uri {
+    use crate::images::page::{without_width, WIDTH_PARAMETER};
+    if !uri.query().is_some_and(|q| q.contains(WIDTH_PARAMETER)) {
+        return uri;
+    }
+    without_width(&uri.to_string()).and_then(|(_, plain)| plain.parse().ok()).unwrap_or(uri)
 }
 
 /// Sends a request upstream, waiting at most `cfg.response_timeout` for the response head.
@@ -401,6 +413,17 @@ mod tests {
         assert!(shown.contains("certificate of self-signed.test is not trusted") && shown.contains("UnknownIssuer"), "{shown}");
         let plain = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
         assert_eq!(find_tls_error(&plain), None);
+    }
+
+    #[test]
+    fn the_width_hint_never_reaches_the_origin() {
+        let req = Request::get("http://e.example/a.jpg?x=1&pith-width=192").body(()).unwrap();
+        let uri: Uri = "http://e.example/a.jpg?x=1&pith-width=192".parse().unwrap();
+        assert_eq!(prepare(req, uri, None).unwrap().uri(), "http://e.example/a.jpg?x=1");
+        let uri: Uri = "http://e.example/a.jpg?pith-width=192".parse().unwrap();
+        assert_eq!(without_width_hint(uri), "http://e.example/a.jpg");
+        let uri: Uri = "http://e.example/a.jpg?pith-width=big".parse().unwrap();
+        assert_eq!(without_width_hint(uri.clone()), uri, "not pith's hint: left as it is");
     }
 
     #[test]

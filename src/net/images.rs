@@ -86,7 +86,10 @@ pub async fn respond(state: &State, ex: &Exchange<'_>, resp: Response<Incoming>)
     };
     let images = ex.profile.images();
     let accept = ex.accept.as_ref().and_then(|v| v.to_str().ok());
-    let target = Target { format: Format::for_accept(accept), max_width: images.max_width, quality: images.quality, max_pixels: state.config.limits.image_max_pixels };
+    // A page pith wrote may ask for the image no wider than it shows it.
+    let hinted = crate::images::page::without_width(ex.url).map(|(w, _)| w);
+    let max_width = hinted.map_or(images.max_width, |w| w.min(images.max_width));
+    let target = Target { format: Format::for_accept(accept), max_width, quality: images.quality, max_pixels: state.config.limits.image_max_pixels };
     let transcoded = match run(&data, target, &mut hold).await? {
         Ok(t) => t,
         Err(why) => return untouched(why, hold),

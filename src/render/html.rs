@@ -289,13 +289,22 @@ fn dressed(tree: &Tree, node: NodeId, e: &Element, name: &str, dress: &Dress<'_>
 /// alt text (`placeholder`; plain text inside a link, which cannot hold another), or not at all
 /// (`none`, or an image that names no address).
 fn image(tree: &Tree, node: NodeId, e: &Element, name: &str, settings: &Images, out: &mut String) {
-    let Some(src) = images::source(tree, node, settings.max_width) else { return };
+    // An image the page shows narrower than the profile's bound is asked for at that width
+    // (twice it, for dense screens), from the candidate nearest it: a thumbnail costs a
+    // thumbnail's bytes.
+    let shown = tree.attr(node, "width").and_then(|w| w.trim().parse::<u32>().ok());
+    let hinted = shown.filter(|_| settings.width_hints).and_then(|w| images::hinted_width(w, settings.max_width));
+    let Some(src) = images::source(tree, node, hinted.unwrap_or(settings.max_width)) else { return };
     let given = tree.attr(node, "alt");
     let named = given.is_none_or(|a| a.trim().is_empty()).then(|| access::image_in_link(tree, node)).flatten();
     let alt = named.as_deref().or(given).unwrap_or_else(|| tree.attr(node, "title").map_or("", str::trim));
     match settings.policy {
         Policy::Keep | Policy::None => {}
         Policy::Compress => {
+            let src = match hinted {
+                Some(width) if !src.trim_start().starts_with("data:") => images::with_width(&src, width),
+                _ => src,
+            };
             let set = [("src", src.as_str()), ("alt", alt), ("loading", "lazy"), ("decoding", "async")];
             write_start_tag_keeping(tree, node, name, e, &set, |n| !images::is_replaced_attribute(n), out);
         }
@@ -315,6 +324,30 @@ fn image(tree: &Tree, node: NodeId, e: &Element, name: &str, settings: &Images, 
             }
         }
     }
+}
+
+/// The width (CSS pixels) of a removed link's picture in the "Removed links" section.
+const THUMBNAIL_WIDTH: u32 = 96;
+
+/// Writes a removed link's picture for the "Removed links" section ([`crate::render::retained`]):
+/// small, loaded only when scrolled to, with an empty `alt` (the link's text names it). Its
+/// address is [`images::source`]'s for twice the shown width, so a `srcset` gives a small
+/// candidate. `placeholder` and `none` write nothing: the link's text is the placeholder.
+pub(crate) fn thumbnail(tree: &Tree, img: NodeId, settings: Option<&Images>, out: &mut String) {
+    if settings.is_some_and(|s| matches!(s.policy, Policy::Placeholder | Policy::None)) {
+        return;
+    }
+    let Some(mut src) = images::source(tree, img, 2 * THUMBNAIL_WIDTH) else { return };
+    if let Some(settings) = settings.filter(|s| s.policy == Policy::Compress && s.width_hints) {
+        if let Some(width) = images::hinted_width(THUMBNAIL_WIDTH, settings.max_width).filter(|_| !src.starts_with("data:")) {
+            src = images::with_width(&src, width);
+        }
+    }
+    out.push_str("<img src=\"");
+    escape(&src, true, out);
+    out.push_str("\" alt=\"\" width=\"");
+    out.push_str(&THUMBNAIL_WIDTH.to_string());
+    out.push_str("\" loading=\"lazy\" decoding=\"async\"> ");
 }
 
 /// Writes the start tag of an element the page left unnamed or out of a keyboard's reach, with
@@ -573,6 +606,11 @@ mod tests {
         );
         assert_eq!(body(Policy::None), "<p><picture></picture><a href=\"/story\"></a></p>");
         assert!(body(Policy::Keep).contains("data-srcset"), "keep writes the page's markup");
+        // Shown 150 px wide: the candidate nearest twice that, asked for at that width.
+        let tree = Tree::parse("<p><img width=150 srcset='/a.jpg 200w, /b.jpg 400w, /c.jpg 900w' src=/c.jpg alt=Thumb></p>");
+        let images = Images { policy: Policy::Compress, ..Images::default() };
+        let page = render_dressed(&tree, &Dress { images: Some(&images), ..Dress::default() });
+        assert!(page.contains("<img width=\"150\" src=\"/b.jpg?pith-width=300\" alt=\"Thumb\""), "{page}");
     }
 
     /// Rendering, parsing the output and rendering again gives the same markup.

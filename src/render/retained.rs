@@ -2,14 +2,18 @@
 //! ([`crate::extract::retainer`]) collected, as an accessible section
 //! (`<nav aria-label="Removed links"><h2>Removed links</h2><ul>…</ul></nav>`) spliced in just
 //! before `</body>` of the rendered page, or as lines under a "Removed links" line in text
-//! output.
+//! output. A link that showed a picture shows it again, small and loaded lazily
+//! ([`crate::render::html::thumbnail`]), as the profile's `images` allow.
 
 use crate::dom::{NodeId, Tree};
 use crate::extract::retainer::RetainedLink;
-use crate::render::html::escape;
+use crate::images::Images;
+use crate::render::access::destination;
+use crate::render::html::{escape, thumbnail};
 
-/// The section as HTML: a labelled `nav` with a heading and a list. Empty for no links.
-pub fn html_section(links: &[RetainedLink]) -> String {
+/// The section as HTML: a labelled `nav` with a heading and a list. Empty for no links. `tree`
+/// is the one the links were collected from (their pictures are its nodes).
+pub fn html_section(tree: &Tree, links: &[RetainedLink], images: Option<&Images>) -> String {
     if links.is_empty() {
         return String::new();
     }
@@ -18,7 +22,10 @@ pub fn html_section(links: &[RetainedLink]) -> String {
         out.push_str("<li><a href=\"");
         escape(&link.url, true, &mut out);
         out.push_str("\">");
-        escape(&link.text, false, &mut out);
+        if let Some(img) = link.image {
+            thumbnail(tree, img, images, &mut out);
+        }
+        escape(&name(link), false, &mut out);
         out.push_str("</a></li>");
     }
     out.push_str("</ul></nav>");
@@ -32,12 +39,22 @@ pub fn text_section(links: &[RetainedLink]) -> String {
     }
     let mut out = String::from("Removed links\n");
     for link in links {
-        out.push_str(&link.text);
+        out.push_str(&name(link));
         out.push_str(" <");
         out.push_str(&link.url);
         out.push_str(">\n");
     }
     out
+}
+
+/// What a link is called: its text, or for a picture's link without words its destination
+/// ([`destination`]: host and last path segment).
+fn name(link: &RetainedLink) -> std::borrow::Cow<'_, str> {
+    if link.text.is_empty() {
+        destination(&link.url).map_or(std::borrow::Cow::Borrowed(link.url.as_str()), std::borrow::Cow::Owned)
+    } else {
+        std::borrow::Cow::Borrowed(&link.text)
+    }
 }
 
 /// Puts `section` into a page rendered by [`crate::render::html::render`] from `tree`, just
@@ -82,9 +99,10 @@ mod tests {
         let links = [RetainedLink {
             url: "/a?b=1&c=\"2\"".into(),
             text: "<Home> & away".into(),
+            image: None,
         }];
         let page = crate::render::html::render(&tree);
-        let out = insert_html(&tree, page, &html_section(&links));
+        let out = insert_html(&tree, page, &html_section(&tree, &links, None));
         assert_eq!(
             out,
             concat!(
@@ -109,8 +127,35 @@ mod tests {
     }
 
     #[test]
+    fn a_link_shows_its_picture_as_the_profile_allows() {
+        use crate::images::{Images, Policy};
+        let tree = Tree::parse(concat!(
+            "<a href=/s><img data-src=big.jpg data-srcset='s.jpg 200w, m.jpg 600w, l.jpg 1200w' ",
+            "src='data:image/gif;base64,R0lGOD'></a>"
+        ));
+        let img = tree.descendants(tree.root()).find(|&n| tree.tag(n) == Some("img"));
+        let links = [RetainedLink { url: "/s".into(), text: "Story".into(), image: img }];
+        let with = |policy| html_section(&tree, &links, Some(&Images { policy, ..Images::default() }));
+        let shown = concat!(
+            "<li><a href=\"/s\"><img src=\"s.jpg\" alt=\"\" width=\"96\" loading=\"lazy\" ",
+            "decoding=\"async\"> Story</a></li>"
+        );
+        assert!(with(Policy::Keep).contains(shown), "the lazy address made real, a small candidate");
+        let compressed = shown.replace("s.jpg", "s.jpg?pith-width=192");
+        assert!(with(Policy::Compress).contains(&compressed), "asked for at twice its width: {}", with(Policy::Compress));
+        assert!(html_section(&tree, &links, None).contains(shown));
+        for policy in [Policy::Placeholder, Policy::None] {
+            assert!(with(policy).contains("<li><a href=\"/s\">Story</a></li>"), "{}", with(policy));
+        }
+        let unnamed = [RetainedLink { url: "https://e.example/gallery/photo-3/".into(), text: String::new(), image: img }];
+        let section = html_section(&tree, &unnamed, None);
+        assert!(section.contains("decoding=\"async\"> e.example: photo-3</a>"), "named by its destination: {section}");
+        assert_eq!(text_section(&unnamed), "Removed links\ne.example: photo-3 <https://e.example/gallery/photo-3/>\n");
+    }
+
+    #[test]
     fn no_links_no_section() {
-        assert_eq!(html_section(&[]), "");
+        assert_eq!(html_section(&Tree::parse(""), &[], None), "");
         assert_eq!(text_section(&[]), "");
         let tree = Tree::parse("<p>x</p>");
         let page = crate::render::html::render(&tree);

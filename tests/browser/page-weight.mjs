@@ -93,16 +93,20 @@ function candidates(list) {
 
 // A page with every image address pointed at the origin.
 function pointImages(html, origin, photos) {
-  const address = (url, width) => {
+  // `element` tags every address of one <img> or <source> alike, so the picture a page shows
+  // is known whichever candidate a browser or a proxy chose.
+  const addressOf = (url, width, element) => {
     const trimmed = url.trim();
     if (!trimmed || trimmed.startsWith('data:')) return url;
     const hash = createHash('sha1').update(trimmed).digest();
     const photo = photos[hash[0] % photos.length];
     const want = width || widthInAddress(trimmed) || 1200;
     const w = photo.widths.find((x) => x >= want) ?? photo.widths[photo.widths.length - 1];
-    return `http://${origin}/photo/${photo.name}/${w}.jpg?for=${hash.toString('hex').slice(0, 8)}`;
+    return `http://${origin}/photo/${photo.name}/${w}.jpg?for=${element}`;
   };
   return html.replace(/<(img|source)\b[^>]*>/gi, (tag) => {
+    const element = createHash('sha1').update(tag).digest('hex').slice(0, 8);
+    const address = (url, width) => addressOf(url, width, element);
     const declared = Number((tag.match(/\swidth\s*=\s*["']?(\d+)/i) || [])[1] || 0);
     return tag
       .replace(/(\s(?:src|data-src|data-lazy-src|data-original)\s*=\s*)(["'])(.*?)\2/gi, (_, pre, q, url) => `${pre}${q}${address(url, declared)}${q}`)
@@ -168,11 +172,16 @@ async function load(context, url) {
       if (atEnd) break;
     }
     await page.waitForLoadState('networkidle', { timeout: 10_000 }).catch(() => {});
-    const shown = await page.evaluate(() =>
-      [...document.images].filter((i) => i.complete && i.naturalWidth > 2 && !i.currentSrc.startsWith('data:') && i.getClientRects().length > 0).length,
+    // Which pictures are shown, by the tag each address carries (`for=`), so a mode's missing
+    // images can be named against direct's.
+    const shownFor = await page.evaluate(() =>
+      [...document.images]
+        .filter((i) => i.complete && i.naturalWidth > 2 && !i.currentSrc.startsWith('data:') && i.getClientRects().length > 0)
+        .map((i) => new URL(i.currentSrc, location.href).searchParams.get('for') || i.currentSrc),
     );
+    const shown = shownFor.length;
     const links = await page.evaluate(() => document.querySelectorAll('a.pith-image').length);
-    return { bytes, imageBytes, shown, placeholders: links };
+    return { bytes, imageBytes, shown, shownFor, placeholders: links };
   } finally {
     await page.close();
   }

@@ -177,6 +177,56 @@ pub fn title_heading(tree: &Tree) -> Option<NodeId> {
     })
 }
 
+/// How far past the title heading (in nodes) the lead image is looked for.
+const LEAD_IMAGE_REACH: usize = 400;
+
+/// The article's lead picture: the first image after the title heading and before the body
+/// text (a second paragraph of 80 characters) that shows, names an address, is no tracking
+/// pixel and is not in a link (a byline's portrait or a teaser's thumbnail, passed over); with
+/// its `<figure>` (and caption) when it has one.
+///
+/// Like the title heading it is served whatever a remover makes of its region: a headline and
+/// its photograph often share a header strip full of share buttons, which the landmark remover
+/// takes whole, and the page then lost the picture that goes with the story.
+fn lead_image(tree: &Tree, title: NodeId) -> Option<NodeId> {
+    let after = title.index() + tree.descendants(title).len();
+    // A summary paragraph often sits between headline and picture; the second is body text.
+    let mut paragraphs = 0;
+    for id in tree.descendants(tree.root()).skip(after).take(LEAD_IMAGE_REACH) {
+        match tree.tag(id) {
+            Some("p") if non_link_chars(tree.stats(id)) >= 80 => {
+                paragraphs += 1;
+                if paragraphs == 2 {
+                    return None;
+                }
+            }
+            Some("img") if is_picture(tree, id) => {
+                if tree.ancestors(id).any(|a| tree.tag(a) == Some("a")) {
+                    continue;
+                }
+                let figure = tree.ancestors(id).take(4).find(|&a| tree.tag(a) == Some("figure"));
+                return Some(figure.unwrap_or(id));
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Whether an `<img>` shows a picture: shown, with an address that is no `data:` placeholder,
+/// and not declared at most 2 px wide or high.
+fn is_picture(tree: &Tree, img: NodeId) -> bool {
+    let addressed = ["src", "data-src", "srcset", "data-srcset"]
+        .iter()
+        .filter_map(|a| tree.attr(img, a))
+        .any(|v| !v.trim().is_empty() && !v.trim_start().starts_with("data:"));
+    let pixel = ["width", "height"]
+        .iter()
+        .filter_map(|a| tree.attr(img, a))
+        .any(|v| v.trim().parse::<u32>().is_ok_and(|n| n <= 2));
+    addressed && !pixel && tree.is_shown(img)
+}
+
 /// One pass of every remover the settings switch on, from the tree whose paragraph figures
 /// are `pristine`; `title` ([`title_heading`]) is rescued if a remover took it.
 fn apply(tree: &mut Tree, settings: &Settings, ctx: &Context<'_>, base: &Baseline, title: Option<NodeId>) -> Outcome {
@@ -224,6 +274,9 @@ fn apply(tree: &mut Tree, settings: &Settings, ctx: &Context<'_>, base: &Baselin
     }
     if let Some(heading) = title.filter(|&h| tree.is_removed(h)) {
         tree.rescue(heading);
+    }
+    if let Some(picture) = title.and_then(|h| lead_image(tree, h)).filter(|&p| tree.is_removed(p)) {
+        tree.rescue(picture);
     }
     let mut retained = Vec::new();
     if settings.retain_links && !retainable.is_empty() {
@@ -300,6 +353,35 @@ mod tests {
         let outcome = run(&mut tree, &PresetName::Automatic.settings(), &Context::default());
         assert!(outcome.removal.landmarks + outcome.removal.link_lists > 0, "{:?}", outcome.removal);
         assert_eq!(text_of(&tree), format!("Storm closes the harbour for a week\n{PROSE}\n{PROSE}\n"));
+    }
+
+    #[test]
+    fn the_lead_picture_is_rescued_with_its_headline() {
+        // Headline and photograph share a header strip of share links, which goes whole.
+        let html = format!(
+            concat!(
+                "<head><title>Storm closes the harbour for a week | The Daily Site</title></head>",
+                "<body><header><ul><li><a href=/>Home</a><li><a href=/news>News</a><li><a href=/sport>Sport</a></ul>",
+                "<h1>Storm closes the harbour for a week</h1>",
+                "<ul><li><a href=/share/a>Share</a><li><a href=/share/b>Tweet</a><li><a href=/share/c>Mail</a></ul>",
+                "<img src=pixel.gif width=1 height=1>",
+                "<figure><img id=lead src=harbour.jpg alt='The harbour'><figcaption>The harbour at dawn</figcaption></figure>",
+                "<ul><li><a href=/x>More</a><li><a href=/y>Most read</a><li><a href=/z>Video</a></ul></header>",
+                "<article><p>{p}</p><p>{p}</p><a href=/other><img src=teaser.jpg></a></article></body>"
+            ),
+            p = PROSE
+        );
+        let mut tree = Tree::parse(&html);
+        run(&mut tree, &PresetName::Automatic.settings(), &Context::default());
+        let lead = tree.descendants(tree.root()).find(|&n| tree.attr(n, "id") == Some("lead")).unwrap();
+        assert!(!tree.is_removed(lead), "the lead picture shows");
+        assert_eq!(text_of(&tree), format!("Storm closes the harbour for a week\nThe harbour at dawn\n{PROSE}\n{PROSE}\n"));
+        // A picture after the body text began is no lead picture; a linked one is passed over.
+        let tree = Tree::parse(&format!("<h1>T</h1><p>{PROSE}</p><p>{PROSE}</p><img src=late.jpg>"));
+        assert_eq!(lead_image(&tree, tree.descendants(tree.root()).find(|&n| tree.tag(n) == Some("h1")).unwrap()), None);
+        let tree = Tree::parse("<h1>T</h1><a href=/s><img src=teaser.jpg></a><img src=next.jpg>");
+        let next = tree.descendants(tree.root()).find(|&n| tree.attr(n, "src") == Some("next.jpg"));
+        assert_eq!(lead_image(&tree, tree.descendants(tree.root()).find(|&n| tree.tag(n) == Some("h1")).unwrap()), next);
     }
 
     #[test]

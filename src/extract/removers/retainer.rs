@@ -4,10 +4,12 @@
 //! Crunch re-emitted removed text links under "Removed Links:"; pith collects them from the
 //! subtrees the link-list and empty-table removers removed (ads are not retained), resolves each
 //! against the page's base URL ([`document_base`](super::document_base)), drops repeats of the
-//! same absolute URL and links into the page itself (`#top`). The tree itself is not changed;
-//! [`crate::render::retained`] writes the section.
+//! same absolute URL and links into the page itself (`#top`). A link that showed a picture
+//! (a teaser's thumbnail, a gallery's, a logo) keeps it, so the section loses no image the page
+//! showed; a repeat of the same URL gives its picture to a first that had none. The tree itself
+//! is not changed; [`crate::render::retained`] writes the section.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 use crate::dom::{words, NodeId, NodeKind, Tree};
 
@@ -21,14 +23,18 @@ pub struct RetainedLink {
     pub url: String,
     /// The link's visible text (or its image's alt text), whitespace collapsed.
     pub text: String,
+    /// The first picture the link showed: an `<img>` of the tree, which the removers marked
+    /// removed and left in place.
+    pub image: Option<NodeId>,
 }
 
-/// The links inside the `removed` subtrees, in document order, each URL once. Links without
-/// text (icons), into the page itself (`#...`), or to script URLs are left out.
+/// The links inside the `removed` subtrees, in document order, each URL once. Links with
+/// neither text nor a picture, into the page itself (`#...`), or to script URLs are left out;
+/// a picture's link without words has an empty `text` (the section names it).
 pub fn collect(tree: &Tree, removed: &[NodeId], base: Option<&str>) -> Vec<RetainedLink> {
     let mut roots = removed.to_vec();
     roots.sort();
-    let mut seen = HashSet::new();
+    let mut seen: HashMap<String, usize> = HashMap::new();
     let mut links = Vec::new();
     let mut covered_until = 0usize;
     for root in roots {
@@ -42,8 +48,18 @@ pub fn collect(tree: &Tree, removed: &[NodeId], base: Option<&str>) -> Vec<Retai
             let Some(link) = link_at(tree, id, base) else {
                 continue;
             };
-            if seen.insert(link.url.clone()) {
-                links.push(link);
+            match seen.get(&link.url) {
+                None => {
+                    seen.insert(link.url.clone(), links.len());
+                    links.push(link);
+                }
+                Some(&at) => {
+                    let first = &mut links[at];
+                    first.image = first.image.or(link.image);
+                    if first.text.is_empty() {
+                        first.text = link.text;
+                    }
+                }
             }
         }
     }
@@ -64,13 +80,24 @@ fn link_at(tree: &Tree, id: NodeId, base: Option<&str>) -> Option<RetainedLink> 
         return None;
     }
     let text = link_text(tree, id);
-    if text.is_empty() {
+    let image = tree
+        .descendants(id)
+        .find(|&i| tree.tag(i) == Some("img") && tree.is_shown(i) && !is_pixel(tree, i));
+    if text.is_empty() && image.is_none() {
         return None;
     }
     let url = base
         .and_then(|b| super::resolve_url(b, href))
         .unwrap_or_else(|| href.to_string());
-    Some(RetainedLink { url, text })
+    Some(RetainedLink { url, text, image })
+}
+
+/// An image declared at most 2 px wide or high: a tracking pixel or spacer, no picture.
+fn is_pixel(tree: &Tree, img: NodeId) -> bool {
+    ["width", "height"]
+        .iter()
+        .filter_map(|a| tree.attr(img, a))
+        .any(|v| v.trim().parse::<u32>().is_ok_and(|n| n <= 2))
 }
 
 /// The visible words of a link, or else the alt text of an image in it, cut at
@@ -143,6 +170,7 @@ mod tests {
             [
                 ("https://e.example/a", "Alpha"),
                 ("https://e.example/dir/b", "Beta bold"),
+                ("https://e.example/icon", ""),
                 ("https://e.example/pic", "A picture"),
                 ("https://e.example/c", "Gamma"),
             ]
@@ -157,9 +185,31 @@ mod tests {
             links,
             [RetainedLink {
                 url: "x/y".into(),
-                text: "XY".into()
+                text: "XY".into(),
+                image: None,
             }]
         );
+    }
+
+    #[test]
+    fn a_link_keeps_its_picture_and_a_repeat_gives_one() {
+        let (tree, removed) = tree_and_removed(concat!(
+            "<ul class=gone><li><a href=/story>Story</a> <a href=/story><img id=s src=s.jpg alt=''></a>",
+            "<li><a href=/logo><img id=l src=l.png alt=Home></a>",
+            "<li><a href=/pixel><img width=1 height=1 src=t.gif>Tracked</a>",
+            "<li><a href=/gallery/1><img id=g src=g1.jpg alt=''></a><a href=/gallery/1>First</a>",
+            "<li><a href=/hidden><img hidden src=h.jpg>Hidden</a></ul>"
+        ));
+        let id = |name: &str| tree.descendants(tree.root()).find(|&n| tree.attr(n, "id") == Some(name));
+        let links = collect(&tree, &removed, None);
+        let got: Vec<(&str, Option<NodeId>)> = links.iter().map(|l| (l.url.as_str(), l.image)).collect();
+        assert_eq!(
+            got,
+            [("/story", id("s")), ("/logo", id("l")), ("/pixel", None), ("/gallery/1", id("g")), ("/hidden", None)],
+            "the repeat's picture goes to the first; pixels and hidden images are none"
+        );
+        assert_eq!(links[3].text, "First", "a picture's link without words takes a repeat's");
+        assert_eq!(links[1].text, "Home", "an image-only link is named by its alt text");
     }
 
     #[test]
