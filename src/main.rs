@@ -254,6 +254,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         for addr in proxy.local_addrs() {
             eprintln!("pith: proxy on http://{addr}/ (point your browser's HTTP proxy here)");
         }
+        for addr in proxy.icap_addrs() {
+            eprintln!("pith: ICAP service on icap://{addr}/respmod (an icap_service for Squid)");
+        }
         proxy.run(shutdown_signal()).await;
         anyhow::Ok(ExitCode::SUCCESS)
     })

@@ -32,16 +32,26 @@ impl Drop for Squid {
 }
 
 impl Squid {
-    /// Squid with one ICAP service per address in `services`, in one `adaptation_service_set`
-    /// when there are several; `extra` is appended to its configuration.
+    /// Squid with one optional (`bypass=on`) ICAP service per address in `services`, in one
+    /// `adaptation_service_set` when there are several; `extra` is appended to its configuration.
     async fn start(services: &[SocketAddr], extra: &str) -> Squid {
+        Squid::launch(services, true, extra).await
+    }
+
+    /// The same with essential services (`bypass=off`): a transaction that fails with one
+    /// service of the set is retried with the next.
+    async fn start_essential(services: &[SocketAddr], extra: &str) -> Squid {
+        Squid::launch(services, false, extra).await
+    }
+
+    async fn launch(services: &[SocketAddr], bypass: bool, extra: &str) -> Squid {
         let binary = squid_binary();
         let dir = tempfile::tempdir().expect("a temporary folder");
         // Squid started as root runs as the `proxy` user: it must be able to write its logs.
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod the Squid folder");
         let port = free_port();
-        let conf = squid_conf(dir.path(), port, services, extra);
+        let conf = squid_conf(dir.path(), port, services, bypass, extra);
         let conf_path = dir.path().join("squid.conf");
         std::fs::write(&conf_path, &conf).expect("write squid.conf");
         let log = std::fs::File::create(dir.path().join("squid.out")).expect("a log file");
@@ -94,11 +104,12 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free loopback port").port()
 }
 
-fn squid_conf(dir: &Path, port: u16, services: &[SocketAddr], extra: &str) -> String {
+fn squid_conf(dir: &Path, port: u16, services: &[SocketAddr], bypass: bool, extra: &str) -> String {
     let d = dir.display();
     let mut icap = String::new();
     for (i, addr) in services.iter().enumerate() {
-        icap.push_str(&format!("icap_service pith{i} respmod_precache bypass=on icap://{addr}/respmod\n"));
+        let bypass = if bypass { "on" } else { "off" };
+        icap.push_str(&format!("icap_service pith{i} respmod_precache bypass={bypass} icap://{addr}/respmod\n"));
     }
     if services.len() > 1 {
         let names: Vec<String> = (0..services.len()).map(|i| format!("pith{i}")).collect();
@@ -217,4 +228,42 @@ async fn one_of_two_pith_services_killed_mid_run_fails_no_request() {
     let before = after_kill.expect("the kill happened");
     assert!(a.respmods() >= 1, "the first service served before it was killed");
     assert!(b.respmods() > before, "the second service took over: {} RESPMODs after the kill\n{}", b.respmods() - before, squid.logs());
+}
+
+/// The README's failover, with pith as an operator runs it: two `pith serve` processes in one
+/// `adaptation_service_set` of essential services, the first killed with SIGKILL mid-run (its
+/// connections with Squid die with it). Every request gets a de-cluttered page: the transaction
+/// that met the dead service is retried with the other one. (With optional services, the set
+/// the README shows first, that one request would be served as the origin sent it: Squid
+/// bypasses a failed optional transaction instead of retrying it.)
+#[tokio::test]
+async fn one_of_two_pith_processes_killed_mid_run_fails_no_request() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let config = dir.path().join("pith.toml");
+    std::fs::write(&config, "[[listener]]\naddress = \"127.0.0.1:0\"\n\n[[icap]]\naddress = \"127.0.0.1:0\"\nprofile = \"declutter\"\n\n[limits]\ndrain_timeout_ms = 0\n").expect("write the config");
+    let icap_of = |served: &mut crate::common::binary::Served| -> SocketAddr {
+        let line = served.wait_for("ICAP service on icap://");
+        let rest = line.split("icap://").nth(1).expect("an address");
+        rest.split('/').next().and_then(|a| a.parse().ok()).unwrap_or_else(|| panic!("an ICAP address in {line:?}"))
+    };
+    let mut a = crate::common::binary::Served::start(&config, &[]);
+    let mut b = crate::common::binary::Served::start(&config, &[]);
+    let services = [icap_of(&mut a), icap_of(&mut b)];
+    let squid = Squid::start_essential(&services, "icap_service_failure_limit 1\n").await;
+    let (origin, _) = origin().await;
+    let client = squid.client();
+    const REQUESTS: usize = 40;
+    const KILL_AT: usize = 10;
+    let mut a = Some(a);
+    for i in 0..REQUESTS {
+        if i == KILL_AT {
+            drop(a.take()); // SIGKILL, then reaped
+        }
+        let resp = client.get(origin.url(&format!("/page?n={i}"))).send().await.unwrap_or_else(|e| panic!("request {i} failed: {e}\n{}", squid.logs()));
+        assert_eq!(resp.status(), 200, "request {i}\n{}", squid.logs());
+        assert!(resp.headers().get("x-pith").is_some(), "request {i} was not adapted (bypassed): {:?}\n{}", resp.headers(), squid.logs());
+        assert_decluttered(&resp.text().await.unwrap_or_else(|e| panic!("request {i}: the body failed: {e}")));
+    }
+    assert_eq!(origin.count("/page"), REQUESTS, "every request reached the origin once");
+    drop(b);
 }
