@@ -13,6 +13,9 @@ use super::{rewrite, RewriteError, Stage1Stats};
 use crate::dom::{BuildFilter, Filtered, LocalName, TagAttr, Tree, Verdict};
 use crate::html::rules::{AttrPass, AttrPattern, TreeRule, TreeRules};
 
+/// The attribute a `<noscript>` held by [`TreeRules::parse`] carries until it is marked removed.
+const HELD: &str = "data-pith-held";
+
 impl TreeRules {
     /// Runs what lol_html still does of the rules, if anything: the page to parse with
     /// [`TreeRules::parse`], and what was removed so far.
@@ -24,8 +27,21 @@ impl TreeRules {
     }
 
     /// Parses the page [`TreeRules::rewrite`] gave, applying the rest of the rules.
+    ///
+    /// A `<noscript>` a `remove` rule takes is held in the tree, marked removed, rather than
+    /// left out: it is never served, but a lazy-loading page keeps the real address of an
+    /// image only there, and stage 2 reads it from the copy ([`crate::images::page::source`]).
     pub fn parse(&self, html: &str) -> (Tree, Filtered) {
-        Tree::parse_filtered(html, self)
+        let (mut tree, mut filtered) = Tree::parse_filtered(html, self);
+        let held: Vec<_> = tree
+            .html_elements_named(&local_name!("noscript"))
+            .filter(|&id| tree.attr(id, HELD).is_some())
+            .collect();
+        for id in held {
+            tree.remove(id);
+            filtered.elements += 1;
+        }
+        (tree, filtered)
     }
 
     /// The rules for an element in file order, as the rewriter applies them: the first
@@ -51,6 +67,12 @@ impl TreeRules {
                 continue;
             }
             match rule {
+                TreeRule::Remove(_) if *element == local_name!("noscript") => {
+                    // Held, for [`TreeRules::parse`] to mark removed.
+                    attrs.clear();
+                    attrs.push(TagAttr { name: LocalName::from(HELD), value: Cow::Borrowed("") });
+                    return Verdict::Keep { stripped: 0 };
+                }
                 TreeRule::Remove(_) => return Verdict::Drop,
                 TreeRule::Unwrap(_) => return Verdict::Unwrap,
                 TreeRule::StripAttr(_, patterns) => strip.push(patterns),
