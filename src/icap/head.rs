@@ -286,9 +286,14 @@ pub fn parse_http_head(bytes: &[u8], is_request: bool, max_fields: usize) -> Res
     Ok(head)
 }
 
-/// An HTTP/1.1 response head as bytes, ending in its blank line.
+/// An HTTP/1.1 response head as bytes, ending in its blank line: the ICAP service's
+/// encapsulated heads and the proxy's interim (1xx) responses are written by this one function.
 pub fn write_http_response_head(status: StatusCode, headers: &HeaderMap) -> Vec<u8> {
-    let mut out = format!("HTTP/1.1 {} {}\r\n", status.as_str(), status.canonical_reason().unwrap_or("Unknown")).into_bytes();
+    let reason = match status.as_u16() {
+        103 => "Early Hints",
+        code => status.canonical_reason().unwrap_or(if code < 200 { "Informational" } else { "Unknown" }),
+    };
+    let mut out = format!("HTTP/1.1 {} {reason}\r\n", status.as_str()).into_bytes();
     for (name, value) in headers {
         out.extend_from_slice(name.as_str().as_bytes());
         out.extend_from_slice(b": ");

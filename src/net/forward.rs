@@ -110,20 +110,7 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
 pub fn interim_head(status: StatusCode, headers: &HeaderMap) -> Vec<u8> {
     let mut headers = headers.clone();
     strip_hop_by_hop(&mut headers);
-    let reason = match status.as_u16() {
-        102 => "Processing",
-        103 => "Early Hints",
-        _ => status.canonical_reason().unwrap_or("Informational"),
-    };
-    let mut head = format!("HTTP/1.1 {} {reason}\r\n", status.as_u16()).into_bytes();
-    for (name, value) in &headers {
-        head.extend_from_slice(name.as_str().as_bytes());
-        head.extend_from_slice(b": ");
-        head.extend_from_slice(value.as_bytes());
-        head.extend_from_slice(b"\r\n");
-    }
-    head.extend_from_slice(b"\r\n");
-    head
+    crate::icap::head::write_http_response_head(status, &headers)
 }
 
 /// Appends pith's `Via` entry to a message's headers.
