@@ -42,9 +42,10 @@
 //! a blocking thread and promotes what it finds to memory. A file holds the key whole, the
 //! served head, the freshness policy and the body under one checksum (`record`): a collision
 //! of file names, a torn write or flipped bytes is never served. What the disk tier does not
-//! keep: the `Vary` names learnt per URL and the marks of unsafe requests live in memory, so
-//! after a restart the first request for a URL whose response varies is fetched once more, and
-//! a page invalidated just before a restart may be served until it is stale.
+//! keep: the marks of unsafe requests live in memory (the files of such a URL are removed
+//! instead). The `Vary` names learnt per URL are kept on disk as a small record under the key
+//! made without them ([`Cache::find_key`]), so a restarted cache finds each variant under its
+//! request values.
 //!
 //! Where pith differs from RFC 9111 on purpose, it is because a rewritten page is pith's
 //! rewrite, not the origin's bytes: its `ETag` is weakened (`W/`), its `Content-Length`,
@@ -159,6 +160,12 @@ impl Key {
     /// The key of the same request when the response varies on `names`.
     pub fn with_vary(&self, names: &[HeaderName], request: &HeaderMap) -> Key {
         Key { base: self.base.clone(), vary: vary_values(names, request) }
+    }
+
+    /// The key of the same request before the `Vary` names are known: the key the disk tier
+    /// keeps a URL's Vary names under.
+    pub fn without_vary(&self) -> Key {
+        Key { base: self.base.clone(), vary: Vec::new() }
     }
 
     /// True when the key was made with exactly these `Vary` names.
@@ -635,6 +642,32 @@ impl Cache {
         Key { base, vary }
     }
 
+    /// [`Cache::key`], and when memory does not know the URL's `Vary` names (after a restart,
+    /// or once they were evicted), what the disk tier keeps under the key made without them:
+    /// the names (the key is then made with the request's values of them), or the entry of a
+    /// response that does not vary (promoted to memory, so that it is not read twice). No
+    /// file is read when the disk tier holds nothing under that key.
+    pub async fn find_key(&self, ask: &Ask, profile: &Profile, coding: Coding) -> Key {
+        let key = self.key(ask, profile, coding);
+        let Some((disk, _)) = &self.disk else { return key };
+        if !key.vary.is_empty() || self.variants.contains_key(&key.base) || !disk.holds(&key) || self.entries.contains_key(&key) {
+            return key;
+        }
+        match disk.read(&key).await {
+            Some(record::Record::Varies(names)) => {
+                let key = key.with_vary(&names, &ask.headers);
+                self.variants.insert(key.base.clone(), names);
+                key
+            }
+            Some(record::Record::Entry(entry)) => {
+                self.variants.insert(key.base.clone(), entry.vary.clone());
+                self.entries.insert(key.clone(), entry).await;
+                key
+            }
+            None => key,
+        }
+    }
+
     /// The entry under `key`, fresh or not: from memory, else from the disk tier, and then
     /// kept in memory again (promoted) without being written back.
     pub async fn get(&self, key: &Key) -> Option<Arc<Entry>> {
@@ -642,7 +675,7 @@ impl Cache {
             return Some(entry);
         }
         let (disk, _) = self.disk.as_ref()?;
-        let entry = Arc::new(disk.read(key).await?);
+        let record::Record::Entry(entry) = disk.read(key).await? else { return None };
         self.entries.insert(key.clone(), entry.clone()).await;
         Some(entry)
     }
@@ -669,13 +702,22 @@ impl Cache {
     }
 
     /// Remembers the `Vary` names an entry was stored with, so the next lookup of its URL
-    /// uses them, counts the store, and writes the entry through to the disk tier.
+    /// uses them, counts the store, and writes the entry through to the disk tier. The names
+    /// of a varying response are written too, under the key made without them
+    /// ([`Cache::find_key`] reads them after a restart), unless that file holds them already;
+    /// a response that does not vary is written under that very key, in their place.
     pub fn note_stored(&self, key: &Key, entry: &Arc<Entry>) {
         self.passes.invalidate(&key.base);
+        let known = self.variants.get(&key.base);
         self.variants.insert(key.base.clone(), entry.vary.clone());
         self.counters.stores.fetch_add(1, Ordering::Relaxed);
         if let Some((disk, _)) = &self.disk {
-            disk.write(key, entry.clone());
+            disk.write(key, record::Record::Entry(entry.clone()));
+            let base = key.without_vary();
+            let on_disk = entry.vary.is_empty() || (known.is_some_and(|k| k == entry.vary) && disk.holds(&base));
+            if !on_disk {
+                disk.write(&base, record::Record::Varies(entry.vary.clone()));
+            }
         }
     }
 
