@@ -100,8 +100,14 @@ pub struct Ask {
 impl Ask {
     /// The request as the cache reads it. Cache-Control and Pragma directive names are made
     /// lowercase here, once, because they are case-insensitive (RFC 9111 §5.2) and the policy
-    /// matches them exactly.
+    /// matches them exactly. `Pragma` is read only from a request without `Cache-Control`:
+    /// it is HTTP/1.0's, deprecated by RFC 9111 §5.4, and ignored when Cache-Control is
+    /// present (RFC 7234 §5.4), so `Cache-Control: max-stale` with `Pragma: no-cache` (what
+    /// a browser's fetch sends with its own cache off) is read as max-stale.
     pub fn new(method: Method, uri: Uri, mut headers: HeaderMap) -> Ask {
+        if headers.contains_key(header::CACHE_CONTROL) {
+            headers.remove(header::PRAGMA);
+        }
         fields::lowercase_directives(&mut headers);
         Ask { method, uri, headers }
     }
@@ -336,6 +342,7 @@ impl Entry {
         // A 304 without validators answers the one conditional pith sent, which named this
         // entry's own: it is about this entry.
         let mut with_validators = fields::for_policy(not_modified);
+        fields::with_apparent_age(&mut with_validators, now);
         if Validators::of(not_modified).is_empty() {
             for (name, value) in [(header::ETAG, &self.validators.etag), (header::LAST_MODIFIED, &self.validators.last_modified)] {
                 if let Some(v) = value {
@@ -923,7 +930,39 @@ mod tests {
 
     kept!(max_age_is_kept, request = [], 200, response = [("cache-control", "max-age=60")], Ok(()));
     kept!(s_maxage_is_kept, request = [], 200, response = [("cache-control", "s-maxage=60")], Ok(()));
-    kept!(expires_is_kept, request = [], 200, response = [("date", "Sun, 22 Nov 2026 10:00:00 GMT"), ("expires", "Sun, 22 Nov 2026 11:00:00 GMT")], Ok(()));
+    #[test]
+    fn expires_is_kept() {
+        let date = |secs: u64| httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(secs));
+        assert_eq!(admitted(&[], 200, &[("date", &date(0)), ("expires", &date(3600))]).map(|_| ()), Ok(()));
+    }
+
+    /// RFC 9111 §4.2.3: a response whose `Date` is older than its lifetime is stale on arrival
+    /// (its apparent age counts), and is then kept only with a validator.
+    #[test]
+    fn rfc9111_4_2_3_apparent_age_counts() {
+        let now = SystemTime::now();
+        let two_hours_ago = httpdate::fmt_http_date(now - Duration::from_secs(7200));
+        let entry = admitted(&[], 200, &[("date", &two_hours_ago), ("cache-control", "max-age=3600"), ("etag", "\"a\"")]).unwrap();
+        let after = SystemTime::now();
+        assert!(matches!(entry.freshness(&ask(&[]), after), Freshness::Stale { .. }));
+        assert!(entry.age(after) >= Duration::from_secs(7199), "served with the Age it has");
+        assert_eq!(admitted(&[], 200, &[("date", &two_hours_ago), ("cache-control", "max-age=3600")]).map(|_| ()), Err(Refusal::Useless));
+        let fresh = admitted(&[], 200, &[("date", &httpdate::fmt_http_date(now)), ("cache-control", "max-age=3600")]).unwrap();
+        assert!(matches!(fresh.freshness(&ask(&[]), SystemTime::now()), Freshness::Fresh { .. }));
+    }
+
+    /// RFC 9111 §5.4 (and RFC 7234 §5.4): with Cache-Control present, Pragma is ignored; alone,
+    /// its no-cache still asks for validation.
+    #[test]
+    fn rfc9111_5_4_pragma_yields_to_cache_control() {
+        let now = SystemTime::now();
+        let entry = admitted(&[], 200, &[("cache-control", "max-age=1"), ("etag", "\"a\"")]).unwrap();
+        let later = now + Duration::from_secs(30);
+        let asked = |pairs: &[(&str, &str)]| Ask::new(Method::GET, "http://example.com/a".parse().unwrap(), headers(pairs));
+        assert!(matches!(entry.freshness(&asked(&[("cache-control", "max-stale=1000"), ("pragma", "no-cache")]), later), Freshness::Fresh { .. }), "max-stale allows it");
+        assert!(matches!(entry.freshness(&asked(&[("pragma", "no-cache")]), now), Freshness::Stale { .. }), "Pragma alone still counts");
+        assert!(matches!(entry.freshness(&asked(&[("cache-control", "max-stale=10")]), later), Freshness::Stale { .. }), "past what max-stale allows");
+    }
     kept!(last_modified_is_kept, request = [], 200, response = [("last-modified", "Thu, 01 Jan 2026 00:00:00 GMT")], Ok(()));
     kept!(no_cache_with_etag_is_kept, request = [], 200, response = [("cache-control", "no-cache"), ("etag", "\"x\"")], Ok(()));
     kept!(no_store, request = [], 200, response = [("cache-control", "no-store, max-age=60")], Err(Refusal::Policy));
