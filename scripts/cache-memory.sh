@@ -33,24 +33,12 @@ done
 [ -x "$pith" ] || { echo "cache-memory.sh: no pith binary at $pith (cargo build --release first)" >&2; exit 2; }
 [[ "$max_mib" =~ ^[1-9][0-9]*$ ]] || { echo "cache-memory.sh: --max-mib takes a whole number" >&2; exit 2; }
 
-perf="$here/../shared/perf"
-run="$(mktemp -d "${TMPDIR:-/tmp}/pith-cache-memory.XXXXXX")"
-chmod 755 "$run"
+# shellcheck source=scripts/cache-origin.sh
+. "$here/scripts/cache-origin.sh"
 declutter_port=18131
 pass_port=18132
 origin_port=18190
-pid=""
-cleanup() {
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
-    "$perf/origin.sh" stop --run "$run/o" >/dev/null 2>&1 || true
-    rm -rf "$run"
-}
-trap cleanup EXIT
-
-"$perf/origin.sh" start --pages "$here/../shared/bench/scrapinghub" --run "$run/o" --port "$origin_port" --tls-port 18553 >/dev/null
-find "$run/o/origin/www" -type f -exec touch -d '30 days ago' {} +
-mapfile -t paths < <(curl -sf --max-time 10 "http://127.0.0.1:$origin_port/pages.txt" | grep '^/p/')
-[ "${#paths[@]}" -gt 0 ] || { echo "cache-memory.sh: the origin lists no pages" >&2; exit 1; }
+cache_origin_up cache-memory "$origin_port" 18553
 
 max_bytes=$((max_mib * 1024 * 1024))
 {
@@ -61,16 +49,10 @@ max_bytes=$((max_mib * 1024 * 1024))
     sed -n '/^\[profiles\./,$p' "$here/proxy.toml"
 } > "$run/proxy.toml"
 
-"$pith" serve --config "$run/proxy.toml" 2>>"$run/pith.log" &
-pid=$!
-deadline=$((SECONDS + 60))
-until curl -s --max-time 2 -x "127.0.0.1:$declutter_port" http://pith/metrics >/dev/null 2>&1; do
-    [ $SECONDS -lt $deadline ] || { echo "cache-memory.sh: pith did not start" >&2; tail "$run/pith.log" >&2; exit 1; }
-    sleep 0.2
-done
-metric() { curl -s --max-time 5 -x "127.0.0.1:$declutter_port" http://pith/metrics | awk -v m="$1" '$1 == m { print $2 }'; }
-rss_kb() { awk '/^VmRSS/ { print $2 }' "/proc/$pid/status"; }
-hwm_kb() { awk '/^VmHWM/ { print $2 }' "/proc/$pid/status"; }
+cache_pith_up "$run/proxy.toml" "$declutter_port" "$run/pith.log"
+metric() { cache_metric "$declutter_port" "$1"; }
+rss_kb() { cache_rss_kb; }
+hwm_kb() { cache_hwm_kb; }
 
 # One request of each kind first: what a running pith holds before its cache does.
 curl -s -o /dev/null --max-time 30 -x "127.0.0.1:$declutter_port" "http://127.0.0.1:$origin_port${paths[0]}?warm" || true

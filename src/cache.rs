@@ -42,9 +42,10 @@
 //! a blocking thread and promotes what it finds to memory. A file holds the key whole, the
 //! served head, the freshness policy and the body under one checksum (`record`): a collision
 //! of file names, a torn write or flipped bytes is never served. What the disk tier does not
-//! keep: the `Vary` names learnt per URL and the marks of unsafe requests live in memory, so
-//! after a restart the first request for a URL whose response varies is fetched once more, and
-//! a page invalidated just before a restart may be served until it is stale.
+//! keep: the marks of unsafe requests live in memory (the files of such a URL are removed
+//! instead). The `Vary` names learnt per URL are kept on disk as a small record under the key
+//! made without them ([`Cache::find_key`]), so a restarted cache finds each variant under its
+//! request values.
 //!
 //! Where pith differs from RFC 9111 on purpose, it is because a rewritten page is pith's
 //! rewrite, not the origin's bytes: its `ETag` is weakened (`W/`), its `Content-Length`,
@@ -99,8 +100,14 @@ pub struct Ask {
 impl Ask {
     /// The request as the cache reads it. Cache-Control and Pragma directive names are made
     /// lowercase here, once, because they are case-insensitive (RFC 9111 §5.2) and the policy
-    /// matches them exactly.
+    /// matches them exactly. `Pragma` is read only from a request without `Cache-Control`:
+    /// it is HTTP/1.0's, deprecated by RFC 9111 §5.4, and ignored when Cache-Control is
+    /// present (RFC 7234 §5.4), so `Cache-Control: max-stale` with `Pragma: no-cache` (what
+    /// a browser's fetch sends with its own cache off) is read as max-stale.
     pub fn new(method: Method, uri: Uri, mut headers: HeaderMap) -> Ask {
+        if headers.contains_key(header::CACHE_CONTROL) {
+            headers.remove(header::PRAGMA);
+        }
         fields::lowercase_directives(&mut headers);
         Ask { method, uri, headers }
     }
@@ -159,6 +166,12 @@ impl Key {
     /// The key of the same request when the response varies on `names`.
     pub fn with_vary(&self, names: &[HeaderName], request: &HeaderMap) -> Key {
         Key { base: self.base.clone(), vary: vary_values(names, request) }
+    }
+
+    /// The key of the same request before the `Vary` names are known: the key the disk tier
+    /// keeps a URL's Vary names under.
+    pub fn without_vary(&self) -> Key {
+        Key { base: self.base.clone(), vary: Vec::new() }
     }
 
     /// True when the key was made with exactly these `Vary` names.
@@ -329,6 +342,7 @@ impl Entry {
         // A 304 without validators answers the one conditional pith sent, which named this
         // entry's own: it is about this entry.
         let mut with_validators = fields::for_policy(not_modified);
+        fields::with_apparent_age(&mut with_validators, now);
         if Validators::of(not_modified).is_empty() {
             for (name, value) in [(header::ETAG, &self.validators.etag), (header::LAST_MODIFIED, &self.validators.last_modified)] {
                 if let Some(v) = value {
@@ -635,6 +649,32 @@ impl Cache {
         Key { base, vary }
     }
 
+    /// [`Cache::key`], and when memory does not know the URL's `Vary` names (after a restart,
+    /// or once they were evicted), what the disk tier keeps under the key made without them:
+    /// the names (the key is then made with the request's values of them), or the entry of a
+    /// response that does not vary (promoted to memory, so that it is not read twice). No
+    /// file is read when the disk tier holds nothing under that key.
+    pub async fn find_key(&self, ask: &Ask, profile: &Profile, coding: Coding) -> Key {
+        let key = self.key(ask, profile, coding);
+        let Some((disk, _)) = &self.disk else { return key };
+        if !key.vary.is_empty() || self.variants.contains_key(&key.base) || !disk.holds(&key) || self.entries.contains_key(&key) {
+            return key;
+        }
+        match disk.read(&key).await {
+            Some(record::Record::Varies(names)) => {
+                let key = key.with_vary(&names, &ask.headers);
+                self.variants.insert(key.base.clone(), names);
+                key
+            }
+            Some(record::Record::Entry(entry)) => {
+                self.variants.insert(key.base.clone(), entry.vary.clone());
+                self.entries.insert(key.clone(), entry).await;
+                key
+            }
+            None => key,
+        }
+    }
+
     /// The entry under `key`, fresh or not: from memory, else from the disk tier, and then
     /// kept in memory again (promoted) without being written back.
     pub async fn get(&self, key: &Key) -> Option<Arc<Entry>> {
@@ -642,7 +682,7 @@ impl Cache {
             return Some(entry);
         }
         let (disk, _) = self.disk.as_ref()?;
-        let entry = Arc::new(disk.read(key).await?);
+        let record::Record::Entry(entry) = disk.read(key).await? else { return None };
         self.entries.insert(key.clone(), entry.clone()).await;
         Some(entry)
     }
@@ -669,13 +709,22 @@ impl Cache {
     }
 
     /// Remembers the `Vary` names an entry was stored with, so the next lookup of its URL
-    /// uses them, counts the store, and writes the entry through to the disk tier.
+    /// uses them, counts the store, and writes the entry through to the disk tier. The names
+    /// of a varying response are written too, under the key made without them
+    /// ([`Cache::find_key`] reads them after a restart), unless that file holds them already;
+    /// a response that does not vary is written under that very key, in their place.
     pub fn note_stored(&self, key: &Key, entry: &Arc<Entry>) {
         self.passes.invalidate(&key.base);
+        let known = self.variants.get(&key.base);
         self.variants.insert(key.base.clone(), entry.vary.clone());
         self.counters.stores.fetch_add(1, Ordering::Relaxed);
         if let Some((disk, _)) = &self.disk {
-            disk.write(key, entry.clone());
+            disk.write(key, record::Record::Entry(entry.clone()));
+            let base = key.without_vary();
+            let on_disk = entry.vary.is_empty() || (known.is_some_and(|k| k == entry.vary) && disk.holds(&base));
+            if !on_disk {
+                disk.write(&base, record::Record::Varies(entry.vary.clone()));
+            }
         }
     }
 
@@ -881,7 +930,39 @@ mod tests {
 
     kept!(max_age_is_kept, request = [], 200, response = [("cache-control", "max-age=60")], Ok(()));
     kept!(s_maxage_is_kept, request = [], 200, response = [("cache-control", "s-maxage=60")], Ok(()));
-    kept!(expires_is_kept, request = [], 200, response = [("date", "Sun, 22 Nov 2026 10:00:00 GMT"), ("expires", "Sun, 22 Nov 2026 11:00:00 GMT")], Ok(()));
+    #[test]
+    fn expires_is_kept() {
+        let date = |secs: u64| httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(secs));
+        assert_eq!(admitted(&[], 200, &[("date", &date(0)), ("expires", &date(3600))]).map(|_| ()), Ok(()));
+    }
+
+    /// RFC 9111 §4.2.3: a response whose `Date` is older than its lifetime is stale on arrival
+    /// (its apparent age counts), and is then kept only with a validator.
+    #[test]
+    fn rfc9111_4_2_3_apparent_age_counts() {
+        let now = SystemTime::now();
+        let two_hours_ago = httpdate::fmt_http_date(now - Duration::from_secs(7200));
+        let entry = admitted(&[], 200, &[("date", &two_hours_ago), ("cache-control", "max-age=3600"), ("etag", "\"a\"")]).unwrap();
+        let after = SystemTime::now();
+        assert!(matches!(entry.freshness(&ask(&[]), after), Freshness::Stale { .. }));
+        assert!(entry.age(after) >= Duration::from_secs(7199), "served with the Age it has");
+        assert_eq!(admitted(&[], 200, &[("date", &two_hours_ago), ("cache-control", "max-age=3600")]).map(|_| ()), Err(Refusal::Useless));
+        let fresh = admitted(&[], 200, &[("date", &httpdate::fmt_http_date(now)), ("cache-control", "max-age=3600")]).unwrap();
+        assert!(matches!(fresh.freshness(&ask(&[]), SystemTime::now()), Freshness::Fresh { .. }));
+    }
+
+    /// RFC 9111 §5.4 (and RFC 7234 §5.4): with Cache-Control present, Pragma is ignored; alone,
+    /// its no-cache still asks for validation.
+    #[test]
+    fn rfc9111_5_4_pragma_yields_to_cache_control() {
+        let now = SystemTime::now();
+        let entry = admitted(&[], 200, &[("cache-control", "max-age=1"), ("etag", "\"a\"")]).unwrap();
+        let later = now + Duration::from_secs(30);
+        let asked = |pairs: &[(&str, &str)]| Ask::new(Method::GET, "http://example.com/a".parse().unwrap(), headers(pairs));
+        assert!(matches!(entry.freshness(&asked(&[("cache-control", "max-stale=1000"), ("pragma", "no-cache")]), later), Freshness::Fresh { .. }), "max-stale allows it");
+        assert!(matches!(entry.freshness(&asked(&[("pragma", "no-cache")]), now), Freshness::Stale { .. }), "Pragma alone still counts");
+        assert!(matches!(entry.freshness(&asked(&[("cache-control", "max-stale=10")]), later), Freshness::Stale { .. }), "past what max-stale allows");
+    }
     kept!(last_modified_is_kept, request = [], 200, response = [("last-modified", "Thu, 01 Jan 2026 00:00:00 GMT")], Ok(()));
     kept!(no_cache_with_etag_is_kept, request = [], 200, response = [("cache-control", "no-cache"), ("etag", "\"x\"")], Ok(()));
     kept!(no_store, request = [], 200, response = [("cache-control", "no-store, max-age=60")], Err(Refusal::Policy));

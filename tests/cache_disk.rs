@@ -72,7 +72,7 @@ async fn get(client: &reqwest::Client, url: &str, headers: &[(&str, &str)]) -> (
 /// The entry files under a disk folder.
 fn entry_files(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
-    for shard in std::fs::read_dir(dir.join("entries-v2")).expect("the entries folder") {
+    for shard in std::fs::read_dir(dir.join("entries-v3")).expect("the entries folder") {
         for file in std::fs::read_dir(shard.expect("a shard").path()).expect("a shard folder") {
             files.push(file.expect("a file").path());
         }
@@ -338,4 +338,89 @@ async fn kill_9_mid_fill_never_serves_a_torn_or_mismatched_entry() {
     }
     assert!(hits > 0, "some entries written before the kill are served from disk");
     assert_eq!(metric(&client, "pith_cache_disk_errors_total").await, 0, "rename after write: no torn file under an entry's name");
+}
+
+/// A response that varies (RFC 9111 §4.1) is found on disk after a restart, for each value it
+/// was stored under, without the origin: the disk keeps which request headers select it.
+/// Filled across restarts: one language before the first, another before the second; after
+/// it both are served from disk, each with its own body, and a third language is fetched.
+#[tokio::test]
+async fn rfc9111_4_1_a_varying_response_is_found_on_disk_after_a_restart() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let origin = Origin::new()
+        .route("/lang", |r: &Received| {
+            let lang = r.header("accept-language").unwrap_or_default();
+            reply(&[("content-type", "application/octet-stream"), ("cache-control", "max-age=600"), ("vary", "Accept-Language")], format!("body for {lang}"))
+        })
+        .run()
+        .await;
+    let url = origin.url("/lang");
+    let lang = |l: &'static str| [("accept-language", l)];
+
+    let first = Pith::start(&with_disk(dir.path(), "")).await;
+    let client = first.client();
+    assert_eq!(get(&client, &url, &lang("en")).await.1.as_deref(), Some("MISS"));
+    // The entry, and the URL's Vary names under the key made without them.
+    wait_for_writes(&client, 2).await;
+    assert_eq!(entry_files(dir.path()).len(), 2);
+    first.stop();
+
+    let second = Pith::start(&with_disk(dir.path(), "")).await;
+    let client = second.client();
+    let (_, x_cache, body) = get(&client, &url, &lang("en")).await;
+    assert_eq!((x_cache.as_deref(), body.as_slice()), (Some("HIT"), &b"body for en"[..]), "the first fill, from disk");
+    let (_, x_cache, body) = get(&client, &url, &lang("fr")).await;
+    assert_eq!((x_cache.as_deref(), body.as_slice()), (Some("MISS"), &b"body for fr"[..]), "another language is not the stored one");
+    wait_for_writes(&client, 1).await;
+    assert_eq!(entry_files(dir.path()).len(), 3, "the names are not written again");
+    second.stop();
+    assert_eq!(origin.count("/lang"), 2);
+
+    let third = Pith::start(&with_disk(dir.path(), "")).await;
+    let client = third.client();
+    for l in ["fr", "en"] {
+        let (_, x_cache, body) = get(&client, &url, &lang(l)).await;
+        assert_eq!((x_cache.as_deref(), String::from_utf8_lossy(&body).as_ref()), (Some("HIT"), format!("body for {l}").as_str()), "{l}, from disk");
+    }
+    assert_eq!(origin.count("/lang"), 2, "both served without the origin");
+    let (_, x_cache, body) = get(&client, &url, &lang("de")).await;
+    assert_eq!((x_cache.as_deref(), body.as_slice()), (Some("MISS"), &b"body for de"[..]), "a third language is fetched");
+    let (_, x_cache, body) = get(&client, &url, &[]).await;
+    assert_eq!((x_cache.as_deref(), body.as_slice()), (Some("MISS"), &b"body for "[..]), "no Accept-Language is a value of its own");
+    assert_eq!(origin.count("/lang"), 4);
+}
+
+/// A URL whose response stopped varying: after a restart the response without `Vary` is
+/// served, never a variant kept from before.
+#[tokio::test]
+async fn a_response_that_stopped_varying_is_not_answered_by_an_old_variant_after_a_restart() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let varies = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let flag = varies.clone();
+    let origin = Origin::new()
+        .route("/v", move |r: &Received| {
+            let lang = r.header("accept-language").unwrap_or_default();
+            if flag.load(std::sync::atomic::Ordering::SeqCst) {
+                reply(&[("cache-control", "max-age=600"), ("vary", "Accept-Language")], format!("old {lang}"))
+            } else {
+                reply(&[("cache-control", "max-age=600")], "new")
+            }
+        })
+        .run()
+        .await;
+    let url = origin.url("/v");
+    let first = Pith::start(&with_disk(dir.path(), "")).await;
+    let client = first.client();
+    assert_eq!(get(&client, &url, &[("accept-language", "en")]).await.2, b"old en");
+    wait_for_writes(&client, 2).await;
+    varies.store(false, std::sync::atomic::Ordering::SeqCst);
+    // A client's no-cache fetches it again: it no longer varies.
+    assert_eq!(get(&client, &url, &[("accept-language", "en"), ("cache-control", "no-cache")]).await.2, b"new");
+    wait_for_writes(&client, 3).await;
+    first.stop();
+
+    let second = Pith::start(&with_disk(dir.path(), "")).await;
+    let client = second.client();
+    let (_, x_cache, body) = get(&client, &url, &[("accept-language", "en")]).await;
+    assert_eq!((x_cache.as_deref(), body.as_slice()), (Some("HIT"), &b"new"[..]));
 }

@@ -355,3 +355,91 @@ async fn rfc5861_4_stale_if_error_stands_in_for_a_failing_origin() {
     assert_eq!((accepted.status, accepted.x_cache()), (200, Some("STALE")));
     assert!(accepted.body.contains("version 1"), "{}", accepted.body);
 }
+
+/// RFC 9110 §13.1.2: If-None-Match compares weakly. A rewritten page is served with the
+/// origin's ETag made weak (`W/"a"`); a client that holds the origin's own `"a"` (or the weak
+/// one) gets 304 from the kept page, and one that holds another tag gets the page.
+#[tokio::test]
+async fn rfc9110_13_1_2_if_none_match_matches_a_weakened_etag_weakly() {
+    let origin = Origin::new()
+        .route("/page", |_: &Received| reply(&[("content-type", "text/html"), ("cache-control", "max-age=600"), ("etag", "\"a\"")], CLUTTERED))
+        .run()
+        .await;
+    let pith = Pith::start("").await;
+    let client = pith.client();
+    let url = origin.url("/page");
+    let first = get(&client, &url).await;
+    assert_eq!((first.x_cache(), first.header("etag")), (Some("MISS"), Some("W/\"a\"")), "the rewritten page's tag is weak");
+    for held in ["\"a\"", "W/\"a\"", "\"x\", \"a\""] {
+        let again = send(&client, Method::GET, &url, &[("if-none-match", held)]).await;
+        assert_eq!((again.status, again.x_cache()), (304, Some("HIT")), "If-None-Match: {held}");
+    }
+    let other = send(&client, Method::GET, &url, &[("if-none-match", "\"b\"")]).await;
+    assert_eq!((other.status, other.x_cache()), (200, Some("HIT")));
+    assert_eq!(origin.count("/page"), 1, "all answered from the kept page");
+}
+
+/// RFC 9111 §4.2.3: the apparent age (from the response's `Date`) counts: a page dated two
+/// hours back with `max-age=3600` is stale on arrival, and is served with the age it has.
+#[tokio::test]
+async fn rfc9111_4_2_3_the_apparent_age_from_date_counts() {
+    let origin = Origin::new()
+        .route("/old", |_: &Received| {
+            let date = httpdate::fmt_http_date(std::time::SystemTime::now() - std::time::Duration::from_secs(7200));
+            reply(&[("content-type", "text/html"), ("cache-control", "max-age=3600"), ("date", date.as_str()), ("etag", "\"a\"")], CLUTTERED)
+        })
+        .route("/new", fresh_page)
+        .run()
+        .await;
+    let pith = Pith::start("").await;
+    let client = pith.client();
+    let old = origin.url("/old");
+    assert_eq!(get(&client, &old).await.x_cache(), Some("MISS"));
+    assert_ne!(get(&client, &old).await.x_cache(), Some("HIT"), "two hours old, fresh for one: stale");
+    assert_eq!(origin.count("/old"), 2);
+    let new = origin.url("/new");
+    assert_eq!(get(&client, &new).await.x_cache(), Some("MISS"));
+    let hit = get(&client, &new).await;
+    assert_eq!(hit.x_cache(), Some("HIT"), "a page dated now is fresh");
+    assert!(hit.header("age").and_then(|a| a.parse::<u64>().ok()).is_some_and(|a| a < 5), "{:?}", hit.header("age"));
+}
+
+/// RFC 9111 §5.4 (RFC 7234 §5.4): Pragma is read only without Cache-Control. A request with
+/// `Cache-Control: max-stale` and `Pragma: no-cache` (what a browser's fetch sends with its own
+/// cache off) is served the stale page the client allows; `Pragma: no-cache` alone goes to the
+/// origin.
+#[tokio::test]
+async fn rfc9111_5_4_pragma_yields_to_cache_control() {
+    let origin = Origin::new()
+        .route("/page", |_: &Received| reply(&[("content-type", "text/html"), ("cache-control", "max-age=1"), ("etag", "\"a\"")], CLUTTERED))
+        .run()
+        .await;
+    let pith = Pith::start("").await;
+    let client = pith.client();
+    let url = origin.url("/page");
+    assert_eq!(get(&client, &url).await.x_cache(), Some("MISS"));
+    // Past max-age=1 (bounded: one sleep).
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    let allowed = send(&client, Method::GET, &url, &[("cache-control", "max-stale=1000"), ("pragma", "no-cache")]).await;
+    assert_eq!((allowed.status, allowed.x_cache()), (200, Some("HIT")), "the client accepts it stale");
+    assert_eq!(origin.count("/page"), 1);
+    let pragma = send(&client, Method::GET, &url, &[("pragma", "no-cache")]).await;
+    assert_ne!(pragma.x_cache(), Some("HIT"), "Pragma alone asks the origin");
+    assert_eq!(origin.count("/page"), 2);
+}
+
+/// RFC 9111 §5.2: a directive has no whitespace before its `=`; `max-age =3600` grants no
+/// freshness, so the page (without validators) is fetched again.
+#[tokio::test]
+async fn rfc9111_5_2_max_age_with_space_before_equals_grants_nothing() {
+    let origin = Origin::new()
+        .route("/page", |_: &Received| reply(&[("content-type", "text/html"), ("cache-control", "max-age =3600")], CLUTTERED))
+        .run()
+        .await;
+    let pith = Pith::start("").await;
+    let client = pith.client();
+    let url = origin.url("/page");
+    assert_eq!(get(&client, &url).await.x_cache(), Some("MISS"));
+    assert_eq!(get(&client, &url).await.x_cache(), Some("MISS"));
+    assert_eq!(origin.count("/page"), 2);
+}

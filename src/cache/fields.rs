@@ -26,10 +26,14 @@ const DELTA_SECONDS_MAX: u64 = 2_147_483_648;
 /// - `Date` and `Last-Modified` that are not valid HTTP-dates dropped, so that neither an
 ///   apparent age nor a heuristic lifetime is made of them (§4.2.2, §4.2.3);
 /// - valid dates in the two obsolete formats (RFC 850, asctime) rewritten as IMF-fixdate,
-///   since a recipient must accept all three (RFC 9110 §5.6.7).
+///   since a recipient must accept all three (RFC 9110 §5.6.7);
+/// - `max-age` and `s-maxage` with whitespace before their `=` dropped: the directive's syntax
+///   has none there (§5.2), so `max-age =3600` grants no freshness (§4.2.1: a cache is
+///   encouraged to treat an invalid value as stale).
 pub fn for_policy(headers: &HeaderMap) -> HeaderMap {
     let mut out = detached(headers);
     lowercase_directives(&mut out);
+    drop_spaced_lifetimes(&mut out);
     if out.contains_key(header::AGE) {
         match first_age(headers) {
             Some(age) => {
@@ -56,6 +60,45 @@ pub fn for_policy(headers: &HeaderMap) -> HeaderMap {
         }
     }
     out
+}
+
+/// Puts the response's apparent age (RFC 9111 §4.2.3: the time from its `Date` to `now`, when
+/// it was received) in its `Age` where that is larger than the `Age` sent: the policy reads
+/// `Age` alone, and the RFC's initial age is the larger of the two. A response dated two hours
+/// ago with `max-age=3600` is stale on arrival. `Date` counts whole seconds, so its first
+/// second is not counted: a response dated 12:00:00 and received at 12:00:01.002 may be 3 ms
+/// old. A `Date` ahead of `now` gives no apparent age. Called on the fields [`for_policy`]
+/// made (a valid `Date` and `Age`).
+pub fn with_apparent_age(headers: &mut HeaderMap, now: SystemTime) {
+    let Some(date) = headers.get(header::DATE).and_then(http_date) else { return };
+    let Ok(apparent) = now.duration_since(date) else { return };
+    let apparent = apparent.as_secs().saturating_sub(1).min(DELTA_SECONDS_MAX);
+    if apparent > first_age(headers).unwrap_or(0) {
+        headers.insert(header::AGE, HeaderValue::from(apparent));
+    }
+}
+
+/// Drops the `max-age` and `s-maxage` directives written with whitespace before their `=`
+/// ([`for_policy`]); every other directive is kept as it is. Names are lowercase by now.
+fn drop_spaced_lifetimes(headers: &mut HeaderMap) {
+    let spaced = |member: &str| {
+        member.split_once('=').is_some_and(|(name, _)| {
+            let trimmed = name.trim_start();
+            trimmed.len() != trimmed.trim_end().len() && matches!(trimmed.trim_end(), "max-age" | "s-maxage")
+        })
+    };
+    let values: Vec<HeaderValue> = headers.get_all(header::CACHE_CONTROL).iter().cloned().collect();
+    if !values.iter().filter_map(|v| v.to_str().ok()).any(|v| v.split(',').any(spaced)) {
+        return;
+    }
+    headers.remove(header::CACHE_CONTROL);
+    for value in values {
+        let kept = match value.to_str() {
+            Ok(text) => HeaderValue::from_str(&text.split(',').filter(|m| !spaced(m)).collect::<Vec<_>>().join(",")).unwrap_or(value),
+            Err(_) => value,
+        };
+        headers.append(header::CACHE_CONTROL, kept);
+    }
 }
 
 /// A copy of `headers` whose values share no allocation with anything else, for what the
@@ -151,9 +194,20 @@ fn delta_seconds(text: &str) -> Option<u64> {
 }
 
 /// An HTTP-date in any of its three formats, exactly as RFC 9110 §5.6.7 spells them (one
-/// space between parts, two-digit day in IMF-fixdate); `None` for anything else.
+/// space between parts, two-digit day in IMF-fixdate); `None` for anything else. A day-name
+/// that is not the date's own day is no reason to refuse it: the day-name is redundant, and
+/// RFC 9110 asks recipients to be robust in parsing timestamps, within the grammar (a
+/// wrong-case or missing name, or a missing comma, is still invalid).
 pub fn http_date(value: &HeaderValue) -> Option<SystemTime> {
-    httpdate::parse_http_date(value.to_str().ok()?.trim()).ok()
+    let text = value.to_str().ok()?.trim();
+    if let Ok(date) = httpdate::parse_http_date(text) {
+        return Some(date);
+    }
+    const SHORT: [&str; 7] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
+    const LONG: [&str; 7] = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
+    let (day, rest) = text.split_at(text.find([',', ' '])?);
+    let names = if SHORT.contains(&day) { SHORT } else if LONG.contains(&day) { LONG } else { return None };
+    names.iter().filter(|name| **name != day).find_map(|name| httpdate::parse_http_date(&format!("{name}{rest}")).ok())
 }
 
 fn imf_fixdate(date: SystemTime) -> HeaderValue {
@@ -221,6 +275,50 @@ mod tests {
         }
         let p = for_policy(&map(&[("date", "yesterday"), ("last-modified", "Thu, 18  Aug 2050 02:01:18 GMT")]));
         assert!(!p.contains_key(header::DATE) && !p.contains_key(header::LAST_MODIFIED), "invalid dates are dropped: {p:?}");
+    }
+
+    /// RFC 9110 §5.6.7: a day-name that is not the date's own is read past; the grammar is not.
+    #[test]
+    fn a_wrong_day_name_is_read_past() {
+        for (text, want) in [
+            ("Thu Aug  8 02:01:18 2050", Some("Mon, 08 Aug 2050 02:01:18 GMT")),
+            ("Mon, 18 Aug 2050 02:01:18 GMT", Some("Thu, 18 Aug 2050 02:01:18 GMT")),
+            ("Friday, 18-Aug-50 02:01:18 GMT", Some("Thu, 18 Aug 2050 02:01:18 GMT")),
+            ("THU, 18 Aug 2050 02:01:18 GMT", None),
+            ("Tue 19 Jan 2038 14:14:08 GMT", None),
+            ("Xyz, 18 Aug 2050 02:01:18 GMT", None),
+            ("Mon, 18  Aug 2050 02:01:18 GMT", None),
+        ] {
+            let got = http_date(&HeaderValue::from_static(text)).map(httpdate::fmt_http_date);
+            assert_eq!(got.as_deref(), want, "{text:?}");
+        }
+    }
+
+    /// RFC 9111 §4.2.3: the apparent age counts when it is larger than `Age`.
+    #[test]
+    fn apparent_age_4_2_3() {
+        let now = SystemTime::now();
+        let at = |secs_ago: u64| httpdate::fmt_http_date(now - Duration::from_secs(secs_ago));
+        let age_of = |pairs: &[(&str, &str)]| {
+            let mut h = for_policy(&map(pairs));
+            with_apparent_age(&mut h, now);
+            h.get(header::AGE).map(|v| v.to_str().unwrap().to_string())
+        };
+        assert_eq!(age_of(&[("date", &at(7200))]).as_deref(), Some("7199"), "two hours, less Date's rounding");
+        assert_eq!(age_of(&[("date", &at(7200)), ("age", "9000")]).as_deref(), Some("9000"), "a larger Age stands");
+        assert_eq!(age_of(&[("date", &at(1))]), None, "within Date's rounding");
+        assert_eq!(age_of(&[("date", &httpdate::fmt_http_date(now + Duration::from_secs(600)))]), None, "a Date ahead");
+        assert_eq!(age_of(&[("date", "yesterday")]), None, "an invalid Date");
+    }
+
+    /// RFC 9111 §5.2: no whitespace before a directive's `=`; such a lifetime grants nothing.
+    #[test]
+    fn a_lifetime_with_space_before_equals_is_dropped() {
+        let cc = |v: &str| for_policy(&map(&[("cache-control", v)])).get_all(header::CACHE_CONTROL).iter().map(|v| v.to_str().unwrap().to_string()).collect::<Vec<_>>();
+        assert_eq!(cc("max-age =3600"), [""]);
+        assert_eq!(cc("public, S-MaxAge\t=60, max-age=10"), ["public, max-age=10"]);
+        assert_eq!(cc("max-age= 3600"), ["max-age= 3600"], "after the = is the policy's to read");
+        assert_eq!(cc("no-store, max-age=60"), ["no-store, max-age=60"]);
     }
 
     #[test]

@@ -1,15 +1,25 @@
 //! One entry as the disk tier writes it: the key's whole identity, the response head, the
-//! freshness policy and the body, in one checksummed record.
+//! freshness policy and the body, in one checksummed record; or, under the key a lookup makes
+//! before it knows the `Vary` names of a URL, those names ([`Record::Varies`]).
 //!
 //! ```text
-//! magic  b"PITHCE01"            8 bytes, the format's version in its last two
+//! magic  b"PITHCE02"            8 bytes, the format's version in its last two
 //! crc32  of everything after it  4 bytes, little-endian
 //! length of everything after it  8 bytes
-//! key    method, URL, profile, settings hash, encoding class, Vary values
-//! head   status, served headers, form, validators, Vary names, weight, clock
-//! policy the http-cache-semantics policy as JSON (its serde form needs a self-describing format)
-//! body   the bytes as served
+//! key    method, URL, profile, settings hash, encoding class, Vary names with the request's values
+//! kind   0: an entry, 1: the Vary names of the URL
+//! entry:
+//!   head   status, served headers, form, validators, Vary names, weight, clock
+//!   policy the http-cache-semantics policy as JSON (its serde form needs a self-describing format)
+//!   body   the bytes as served
+//! Vary names:
+//!   names  the lowercase field names the response varies on
 //! ```
+//!
+//! The Vary record is what lets a restarted cache find a varying response: the key of the
+//! entry holds the request's values of the names, so it can only be made once the names are
+//! known, and before the restart they were known from memory alone. Version 01 had no kind
+//! byte and no Vary record.
 //!
 //! The key is kept whole, not only its hash (which names the file): a lookup compares it with
 //! the key asked for, so two keys whose hashes collide never answer for each other. The checksum
@@ -27,9 +37,12 @@ use http::{Method, StatusCode};
 use super::{BaseKey, Clock, Entry, Form, Key, Validators};
 use crate::body::Coding;
 
-const MAGIC: &[u8; 8] = b"PITHCE01";
+const MAGIC: &[u8; 8] = b"PITHCE02";
 /// Magic, checksum and length.
 const PREAMBLE: usize = 8 + 4 + 8;
+/// The byte after the key: what the record holds ([`Record`]).
+const KIND_ENTRY: u8 = 0;
+const KIND_VARIES: u8 = 1;
 
 /// Why a record could not be read back.
 #[derive(Debug, thiserror::Error)]
@@ -84,16 +97,45 @@ pub fn url_tag(url: &str) -> u32 {
     (name(url.as_bytes()) >> 32) as u32
 }
 
-/// The record of `entry` under `key` (whose [`key_bytes`] are `key`).
-pub fn encode(key: &[u8], entry: &Entry) -> Vec<u8> {
-    let policy = serde_json::to_vec(&entry.policy).unwrap_or_default();
-    let mut w = Writer(Vec::with_capacity(PREAMBLE + key.len() + 1024 + policy.len() + entry.body.len()));
+/// What a record holds under its key.
+#[derive(Debug, Clone)]
+pub enum Record {
+    /// A kept response.
+    Entry(Arc<Entry>),
+    /// The request headers the URL's response varies on, under the key made without them (the
+    /// key a lookup makes while it does not know them): the response is under the key made
+    /// with them. A response that stops varying is written under this same key, in its place.
+    Varies(Arc<[HeaderName]>),
+}
+
+impl Record {
+    /// Bytes it takes while it waits to be written.
+    pub fn weight(&self) -> u64 {
+        match self {
+            Record::Entry(entry) => u64::from(entry.weight()),
+            Record::Varies(names) => 64 + names.iter().map(|n| n.as_str().len() as u64 + 16).sum::<u64>(),
+        }
+    }
+}
+
+/// The record of `what` under `key` (whose [`key_bytes`] are `key`).
+pub fn encode(key: &[u8], what: &Record) -> Vec<u8> {
+    let mut w = Writer(Vec::with_capacity(PREAMBLE + key.len() + 1024 + if let Record::Entry(e) = what { e.body.len() } else { 0 }));
     w.0.extend_from_slice(MAGIC);
     w.0.extend_from_slice(&[0; 12]);
     w.0.extend_from_slice(key);
-    w.head(entry);
-    w.bytes(&policy);
-    w.bytes(&entry.body);
+    match what {
+        Record::Entry(entry) => {
+            w.0.push(KIND_ENTRY);
+            w.head(entry);
+            w.bytes(&serde_json::to_vec(&entry.policy).unwrap_or_default());
+            w.bytes(&entry.body);
+        }
+        Record::Varies(names) => {
+            w.0.push(KIND_VARIES);
+            w.names(names);
+        }
+    }
     let crc = crc32fast::hash(&w.0[PREAMBLE..]);
     let len = (w.0.len() - PREAMBLE) as u64;
     w.0[8..12].copy_from_slice(&crc.to_le_bytes());
@@ -101,8 +143,8 @@ pub fn encode(key: &[u8], entry: &Entry) -> Vec<u8> {
     w.0
 }
 
-/// The key and entry a record holds, after its magic, length and checksum are checked.
-pub fn decode(record: Bytes) -> Result<(Key, Entry), RecordError> {
+/// The key and what a record holds under it, after its magic, length and checksum are checked.
+pub fn decode(record: Bytes) -> Result<(Key, Record), RecordError> {
     if record.len() < PREAMBLE || &record[..8] != MAGIC {
         return Err(RecordError::Magic);
     }
@@ -118,8 +160,15 @@ pub fn decode(record: Bytes) -> Result<(Key, Entry), RecordError> {
     }
     let mut r = Reader { record, at: PREAMBLE };
     let key = r.key()?;
-    let entry = r.entry()?;
-    Ok((key, entry))
+    let what = match r.u8("kind")? {
+        KIND_ENTRY => Record::Entry(Arc::new(r.entry()?)),
+        KIND_VARIES => Record::Varies(r.names("varies")?),
+        _ => return Err(RecordError::Field { field: "kind" }),
+    };
+    if r.at != r.record.len() {
+        return Err(RecordError::Field { field: "end" });
+    }
+    Ok((key, what))
 }
 
 struct Writer(Vec<u8>);
@@ -159,6 +208,13 @@ impl Writer {
         }
     }
 
+    fn names(&mut self, names: &[HeaderName]) {
+        self.u32(names.len() as u32);
+        for name in names {
+            self.bytes(name.as_str().as_bytes());
+        }
+    }
+
     fn key(&mut self, key: &Key) {
         let b = &key.base;
         self.bytes(b.method.as_str().as_bytes());
@@ -185,10 +241,7 @@ impl Writer {
         });
         self.optional(e.validators.etag.as_ref());
         self.optional(e.validators.last_modified.as_ref());
-        self.u32(e.vary.len() as u32);
-        for name in e.vary.iter() {
-            self.bytes(name.as_str().as_bytes());
-        }
+        self.names(&e.vary);
         self.u32(e.weight);
         self.time(e.clock.stored_at);
         self.duration(e.clock.age_at_store);
@@ -289,22 +342,24 @@ impl Reader {
         };
         let etag = if self.u8("etag")? == 1 { Some(self.value("etag")?) } else { None };
         let last_modified = if self.u8("last-modified")? == 1 { Some(self.value("last-modified")?) } else { None };
-        let mut vary = Vec::with_capacity(self.count(8, "entry vary")?);
-        for _ in 0..vary.capacity() {
-            vary.push(self.name("entry vary")?);
-        }
+        let vary = self.names("entry vary")?;
         let weight = self.u32("weight")?;
         let clock = Clock { stored_at: self.time("stored at")?, age_at_store: self.duration("age")?, fresh_until: self.time("fresh until")? };
         let policy = serde_json::from_slice(&self.bytes("policy")?).map_err(RecordError::Policy)?;
         let body = self.bytes("body")?;
-        if self.at != self.record.len() {
-            return Err(RecordError::Field { field: "end" });
-        }
         // An unsafe request to the URL invalidates what was made before it (`Cache::is_invalid`):
         // the entry was made when it was stored, however long ago that was.
         let since = SystemTime::now().duration_since(clock.stored_at).unwrap_or_default();
         let made = Instant::now().checked_sub(since).unwrap_or_else(Instant::now);
-        Ok(Entry { status, headers, body, form, policy, validators: Validators { etag, last_modified }, vary: Arc::from(vary), weight, made, clock })
+        Ok(Entry { status, headers, body, form, policy, validators: Validators { etag, last_modified }, vary, weight, made, clock })
+    }
+
+    fn names(&mut self, field: &'static str) -> Result<Arc<[HeaderName]>, RecordError> {
+        let mut names = Vec::with_capacity(self.count(8, field)?);
+        for _ in 0..names.capacity() {
+            names.push(self.name(field)?);
+        }
+        Ok(Arc::from(names))
     }
 }
 
@@ -334,30 +389,56 @@ mod tests {
     #[test]
     fn a_record_round_trips() {
         let (key, entry) = sample();
-        let record = encode(&key_bytes(&key), &entry);
+        let entry = Arc::new(entry);
+        let record = encode(&key_bytes(&key), &Record::Entry(entry.clone()));
         let (k, e) = decode(Bytes::from(record)).expect("a whole record");
+        let Record::Entry(e) = e else { panic!("an entry record") };
         assert_eq!(k, key);
         assert_eq!((e.status, &e.headers, &e.body, e.form, e.weight), (entry.status, &entry.headers, &entry.body, entry.form, entry.weight));
         assert_eq!(&*e.vary, &*entry.vary);
-        assert_eq!((e.validators.etag, e.validators.last_modified), (entry.validators.etag.clone(), None));
+        assert_eq!((e.validators.etag.clone(), e.validators.last_modified.clone()), (entry.validators.etag.clone(), None));
         assert_eq!((e.clock.stored_at, e.clock.fresh_until, e.clock.age_at_store), (entry.clock.stored_at, entry.clock.fresh_until, entry.clock.age_at_store));
         let now = SystemTime::now();
         assert_eq!(e.policy.time_to_live(now), entry.policy.time_to_live(now), "the policy is the same policy");
     }
 
-    /// Every truncation and every flipped byte is refused, never decoded into an entry.
+    /// The Vary names of a URL round-trip under the key made without them.
+    #[test]
+    fn a_vary_record_round_trips() {
+        let (key, _) = sample();
+        let base = Key { vary: Vec::new(), ..key };
+        let names: Arc<[HeaderName]> = Arc::from(vec![HeaderName::from_static("accept-language"), HeaderName::from_static("x-device")]);
+        let (k, what) = decode(Bytes::from(encode(&key_bytes(&base), &Record::Varies(names.clone())))).expect("a whole record");
+        assert_eq!(k, base);
+        assert!(matches!(what, Record::Varies(n) if n == names));
+    }
+
+    /// Every truncation and every flipped byte is refused, never decoded into an entry or a
+    /// list of Vary names.
     #[test]
     fn a_torn_or_flipped_record_is_refused() {
         let (key, entry) = sample();
-        let record = encode(&key_bytes(&key), &entry);
-        for cut in (0..record.len()).step_by(7) {
-            assert!(decode(Bytes::copy_from_slice(&record[..cut])).is_err(), "cut at {cut}");
+        let names: Arc<[HeaderName]> = Arc::from(vec![HeaderName::from_static("accept-language")]);
+        for what in [Record::Entry(Arc::new(entry)), Record::Varies(names)] {
+            let record = encode(&key_bytes(&key), &what);
+            for cut in (0..record.len()).step_by(3) {
+                assert!(decode(Bytes::copy_from_slice(&record[..cut])).is_err(), "cut at {cut}");
+            }
+            for at in (0..record.len()).step_by(5) {
+                let mut flipped = record.clone();
+                flipped[at] ^= 0x20;
+                assert!(decode(Bytes::from(flipped)).is_err(), "flip at {at}");
+            }
         }
-        for at in (0..record.len()).step_by(5) {
-            let mut flipped = record.clone();
-            flipped[at] ^= 0x20;
-            assert!(decode(Bytes::from(flipped)).is_err(), "flip at {at}");
-        }
+    }
+
+    /// A record of the earlier format (no kind byte) is refused by its magic.
+    #[test]
+    fn a_version_01_record_is_refused() {
+        let (key, entry) = sample();
+        let mut record = encode(&key_bytes(&key), &Record::Entry(Arc::new(entry)));
+        record[..8].copy_from_slice(b"PITHCE01");
+        assert!(matches!(decode(Bytes::from(record)), Err(RecordError::Magic)));
     }
 
     #[test]

@@ -98,7 +98,8 @@ pub fn admit_head(ask: &Ask, origin: (StatusCode, &HeaderMap), served: HeaderMap
     if ask.headers.contains_key(header::COOKIE) && fields::directive(headers, "public").is_none() {
         return Err(Refusal::Credentials);
     }
-    let read = fields::for_policy(headers);
+    let mut read = fields::for_policy(headers);
+    fields::with_apparent_age(&mut read, now);
     // The policy keeps the request's headers: copies of their own, as for everything kept.
     let request = Ask { method: ask.method.clone(), uri: ask.uri.clone(), headers: fields::detached(&ask.headers) };
     let policy = CachePolicy::new_options(&request, &Head { status, headers: &read }, now, CacheOptions::default());

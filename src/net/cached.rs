@@ -91,13 +91,14 @@ pub async fn serve(state: &Arc<State>, target: Target<'_>, req: Request<Incoming
     let ask = ask(&req, &target.uri, Method::GET);
     let coding = codec::choose_encoding(req.headers().get(header::ACCEPT_ENCODING).and_then(|v| v.to_str().ok()));
     if req.method() == Method::HEAD {
-        return head(state, cache, &target, &ask, cache.key(&ask, target.profile, coding), req).await;
+        let key = cache.find_key(&ask, target.profile, coding).await;
+        return head(state, cache, &target, &ask, key, req).await;
     }
     let mut req = req;
     // Twice at most: a waiter whose fill kept nothing looks again once, with the Vary names
     // the fill learnt.
     for _ in 0..2 {
-        let key = cache.key(&ask, target.profile, coding);
+        let key = cache.find_key(&ask, target.profile, coding).await;
         req = match lookup(state, cache, &target, &ask, key, req).await? {
             Looked::Served(served) => return Ok(served),
             Looked::Again(req) => req,
@@ -124,7 +125,7 @@ async fn head(state: &State, cache: &Cache, target: &Target<'_>, ask: &Ask, key:
 async fn ranged(state: &State, cache: &Cache, target: &Target<'_>, req: Request<Incoming>) -> Result<Served, ProxyError> {
     let ask = ask(&req, &target.uri, Method::GET);
     let coding = codec::choose_encoding(req.headers().get(header::ACCEPT_ENCODING).and_then(|v| v.to_str().ok()));
-    if let Some(entry) = fresh(cache, &cache.key(&ask, target.profile, coding), &ask).await {
+    if let Some(entry) = fresh(cache, &cache.find_key(&ask, target.profile, coding).await, &ask).await {
         cache.count_hit();
         return Ok(from_entry(&entry, Lookup::Hit, 0, req.headers(), Reply::Part));
     }
