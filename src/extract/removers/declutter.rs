@@ -181,14 +181,20 @@ pub fn title_heading(tree: &Tree) -> Option<NodeId> {
 const LEAD_IMAGE_REACH: usize = 400;
 
 /// The article's lead picture: the first image after the title heading and before the body
-/// text (a second paragraph of 80 characters) that shows, names an address, is no tracking
-/// pixel and is not in a link (a byline's portrait or a teaser's thumbnail, passed over); with
-/// its `<figure>` (and caption) when it has one.
+/// text (a second paragraph of 80 characters), else the last one above it in the same compact
+/// header block, that shows, names an address, is no tracking pixel and is not in a link (a
+/// byline's portrait or a teaser's thumbnail, passed over); with its `<figure>` (and caption)
+/// when it has one.
 ///
 /// Like the title heading it is served whatever a remover makes of its region: a headline and
 /// its photograph often share a header strip full of share buttons, which the landmark remover
 /// takes whole, and the page then lost the picture that goes with the story.
 fn lead_image(tree: &Tree, title: NodeId) -> Option<NodeId> {
+    below_title(tree, title).or_else(|| above_title(tree, title))
+}
+
+/// The first picture after the title heading, before the body text.
+fn below_title(tree: &Tree, title: NodeId) -> Option<NodeId> {
     let after = title.index() + tree.descendants(title).len();
     // A summary paragraph often sits between headline and picture; the second is body text.
     let mut paragraphs = 0;
@@ -200,17 +206,38 @@ fn lead_image(tree: &Tree, title: NodeId) -> Option<NodeId> {
                     return None;
                 }
             }
-            Some("img") if is_picture(tree, id) => {
-                if tree.ancestors(id).any(|a| tree.tag(a) == Some("a")) {
-                    continue;
-                }
-                let figure = tree.ancestors(id).take(4).find(|&a| tree.tag(a) == Some("figure"));
-                return Some(figure.unwrap_or(id));
-            }
+            Some("img") if is_picture(tree, id) && !is_linked(tree, id) => return Some(with_figure(tree, id)),
             _ => {}
         }
     }
     None
+}
+
+/// How many nodes before the title heading a header block may begin for a picture in it to
+/// be the title's: a compact header, not the page's top.
+const HEADER_REACH: usize = 100;
+
+/// A picture set above the headline in the same compact header block (its parent or
+/// grandparent): the last one before the title heading.
+fn above_title(tree: &Tree, title: NodeId) -> Option<NodeId> {
+    let block = tree.ancestors(title).take(2).filter(|&a| title.index() - a.index() <= HEADER_REACH).last()?;
+    let before = title.index() - block.index();
+    let picture = tree
+        .descendants(block)
+        .take(before)
+        .filter(|&id| tree.tag(id) == Some("img") && is_picture(tree, id) && !is_linked(tree, id))
+        .last()?;
+    Some(with_figure(tree, picture))
+}
+
+/// Whether an element is inside a link.
+fn is_linked(tree: &Tree, id: NodeId) -> bool {
+    tree.ancestors(id).any(|a| tree.tag(a) == Some("a"))
+}
+
+/// A picture's `<figure>` (with its caption) when it has one close above it, else itself.
+fn with_figure(tree: &Tree, img: NodeId) -> NodeId {
+    tree.ancestors(img).take(4).find(|&a| tree.tag(a) == Some("figure")).unwrap_or(img)
 }
 
 /// Whether an `<img>` shows a picture: shown, with an address that is no `data:` placeholder,
@@ -382,6 +409,14 @@ mod tests {
         let tree = Tree::parse("<h1>T</h1><a href=/s><img src=teaser.jpg></a><img src=next.jpg>");
         let next = tree.descendants(tree.root()).find(|&n| tree.attr(n, "src") == Some("next.jpg"));
         assert_eq!(lead_image(&tree, tree.descendants(tree.root()).find(|&n| tree.tag(n) == Some("h1")).unwrap()), next);
+        // A hero picture above the headline in its header; not a logo far up the page.
+        let h1_of = |t: &Tree| t.descendants(t.root()).find(|&n| t.tag(n) == Some("h1")).unwrap();
+        let tree = Tree::parse(&format!("<header><img id=hero src=hero.jpg><h1>T</h1></header><p>{PROSE}</p><p>{PROSE}</p>"));
+        let hero = tree.descendants(tree.root()).find(|&n| tree.attr(n, "id") == Some("hero"));
+        assert_eq!(lead_image(&tree, h1_of(&tree)), hero);
+        let far = format!("<div><img src=logo.png>{}<h1>T</h1></div><p>{PROSE}</p><p>{PROSE}</p>", "<span>x</span>".repeat(120));
+        let tree = Tree::parse(&far);
+        assert_eq!(lead_image(&tree, h1_of(&tree)), None);
     }
 
     #[test]
