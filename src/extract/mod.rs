@@ -518,6 +518,17 @@ pub fn non_link_chars(stats: &NodeStats) -> u32 {
     stats.text_chars.saturating_sub(stats.link_text_chars)
 }
 
+/// Whether an `<img>` shows a picture: it shows, names one to load (its own, lazy or
+/// `<noscript>` address, as [`crate::images::page::source`] finds it, not a `data:`
+/// placeholder), and is not declared at most 2 px wide or high (a tracking pixel, a spacer).
+pub(crate) fn is_picture(tree: &Tree, img: NodeId) -> bool {
+    let pixel = ["width", "height"]
+        .iter()
+        .filter_map(|a| tree.attr(img, a))
+        .any(|v| v.trim().parse::<u32>().is_ok_and(|n| n <= 2));
+    !pixel && tree.is_shown(img) && crate::images::page::source(tree, img, u32::MAX).is_some()
+}
+
 /// The URL links of the document resolve against: the first `<base href>` resolved against the
 /// page URL, else the page URL. `None` when the page URL is unknown and there is no absolute
 /// `<base href>`.

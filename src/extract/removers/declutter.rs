@@ -206,7 +206,7 @@ fn below_title(tree: &Tree, title: NodeId) -> Option<NodeId> {
                     return None;
                 }
             }
-            Some("img") if is_picture(tree, id) && !is_linked(tree, id) => return Some(with_figure(tree, id)),
+            Some("img") if super::is_picture(tree, id) && !is_linked(tree, id) => return Some(with_figure(tree, id)),
             _ => {}
         }
     }
@@ -225,7 +225,7 @@ fn above_title(tree: &Tree, title: NodeId) -> Option<NodeId> {
     let picture = tree
         .descendants(block)
         .take(before)
-        .filter(|&id| tree.tag(id) == Some("img") && is_picture(tree, id) && !is_linked(tree, id))
+        .filter(|&id| tree.tag(id) == Some("img") && super::is_picture(tree, id) && !is_linked(tree, id))
         .last()?;
     Some(with_figure(tree, picture))
 }
@@ -240,19 +240,6 @@ fn with_figure(tree: &Tree, img: NodeId) -> NodeId {
     tree.ancestors(img).take(4).find(|&a| tree.tag(a) == Some("figure")).unwrap_or(img)
 }
 
-/// Whether an `<img>` shows a picture: shown, with an address that is no `data:` placeholder,
-/// and not declared at most 2 px wide or high.
-fn is_picture(tree: &Tree, img: NodeId) -> bool {
-    let addressed = ["src", "data-src", "srcset", "data-srcset"]
-        .iter()
-        .filter_map(|a| tree.attr(img, a))
-        .any(|v| !v.trim().is_empty() && !v.trim_start().starts_with("data:"));
-    let pixel = ["width", "height"]
-        .iter()
-        .filter_map(|a| tree.attr(img, a))
-        .any(|v| v.trim().parse::<u32>().is_ok_and(|n| n <= 2));
-    addressed && !pixel && tree.is_shown(img)
-}
 
 /// One pass of every remover the settings switch on, from the tree whose paragraph figures
 /// are `pristine`; `title` ([`title_heading`]) is rescued if a remover took it.

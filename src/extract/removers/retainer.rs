@@ -82,7 +82,7 @@ fn link_at(tree: &Tree, id: NodeId, base: Option<&str>) -> Option<RetainedLink> 
     let text = link_text(tree, id);
     let image = tree
         .descendants(id)
-        .find(|&i| tree.tag(i) == Some("img") && tree.is_shown(i) && !is_pixel(tree, i));
+        .find(|&i| tree.tag(i) == Some("img") && super::is_picture(tree, i));
     if text.is_empty() && image.is_none() {
         return None;
     }
@@ -92,13 +92,6 @@ fn link_at(tree: &Tree, id: NodeId, base: Option<&str>) -> Option<RetainedLink> 
     Some(RetainedLink { url, text, image })
 }
 
-/// An image declared at most 2 px wide or high: a tracking pixel or spacer, no picture.
-fn is_pixel(tree: &Tree, img: NodeId) -> bool {
-    ["width", "height"]
-        .iter()
-        .filter_map(|a| tree.attr(img, a))
-        .any(|v| v.trim().parse::<u32>().is_ok_and(|n| n <= 2))
-}
 
 /// The visible words of a link, or else the alt text of an image in it, cut at
 /// [`MAX_TEXT_CHARS`].
