@@ -44,8 +44,9 @@
 # candidate chosen, photographs re-encoded as WebP at most 800 pixels wide); the gateway
 # serves the same listener's profile. The origin's certificate is made here (openssl) and
 # trusted by pith through upstream.extra_root_certificates; Chromium ignores certificate
-# errors (the origin's and pith's CA), which changes nothing on the link. pith's cache is
-# off: every load is fetched.
+# errors (the origin's and pith's CA) in its network stack, as a device trusting both would
+# accept them, in the same handshake (tests/browser/slow-link.mjs says why it matters). pith's
+# cache is off: every load is fetched.
 #
 # Needs root (ip netns, tc), Debian's chromium, node, python3 and openssl; installs chromium
 # with apt-get, the npm packages tests/browser pins, and the photographs (scripts/photos.sh)
