@@ -13,10 +13,7 @@
 #   --pith PATH  this pith binary instead of building one
 #   --out DIR    results (default target/page-weight): weight.json, the photographs
 #
-# The photographs are the colour photographs shipped in scikit-image's wheel (fetched from
-# PyPI with pip when missing): astronaut (NASA, public domain), chelsea (CC0, Stefan van der
-# Walt), coffee (CC0, Rachel Michetti), rocket (SpaceX, public domain), hubble_deep_field
-# (NASA, public domain) and retina (CC0), as scikit-image's data module documents them.
+# The photographs are scikit-image's sample photographs (scripts/photos.sh says which).
 # Installs what it needs when missing: Debian's chromium, ziproxy and imagemagick (apt-get),
 # and tests/browser's npm packages. Everything listens on 127.0.0.1; pith and Ziproxy are
 # stopped at the end.
@@ -33,7 +30,7 @@ while [ $# -gt 0 ]; do
         --profile) profile=$2; shift 2;;
         --pith) pith=$2; shift 2;;
         --out) out=$2; shift 2;;
-        -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
+        -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
         *) echo "page-weight.sh: unknown argument $1 (see --help)" >&2; exit 64;;
     esac
 done
@@ -59,24 +56,14 @@ pages=$shared/bench/scrapinghub
 
 mkdir -p "$out"
 target=${CARGO_TARGET_DIR:-$repo/target}
-# The photographs, at the widths pages ask for.
-originals=$out/originals
-photos=$out/photos
-names="astronaut.png chelsea.png coffee.png rocket.jpg hubble_deep_field.jpg retina.jpg"
-if [ ! -d "$originals" ]; then
-    wheel=$(mktemp -d)
-    pip download --quiet --no-deps --only-binary=:all: --dest "$wheel" scikit-image
-    mkdir -p "$originals"
-    for n in $names; do unzip -q -j -o "$wheel"/scikit_image-*.whl "skimage/data/$n" -d "$originals"; done
-    rm -rf "$wheel"
-fi
-files=()
-for n in $names; do files+=("$originals/$n"); done
+# The photographs, at the widths pages ask for (scripts/photos.sh, shared with slow-link.sh).
 (cd "$repo" && cargo build --quiet --profile "$profile" --example images)
 bin=$target/$([ "$profile" = dev ] && echo debug || echo "$profile")
-if [ ! -d "$photos" ]; then
-    "$bin/examples/images" sizes "$photos" "${files[@]}"
-fi
+"$repo/scripts/photos.sh" "$out" "$bin/examples/images"
+originals=$out/originals
+photos=$out/photos
+files=("$originals"/*)
+names=$(cd "$originals" && echo *)
 
 run=$(mktemp -d "${TMPDIR:-/tmp}/pith-weight.XXXXXX")
 if [ -z "$pith" ]; then

@@ -4,11 +4,8 @@
 //
 // Run by scripts/page-weight.sh, which makes the photographs (one folder per photograph, one
 // JPEG per width), starts pith and Ziproxy and passes their addresses here. This script
-// serves the pages and the photographs itself. Every image address in a page (src, data-src,
-// data-lazy-src, data-original, srcset, data-srcset, in <img> and <source>) is pointed at the
-// origin: the same photograph for the same address, at the width the page asks for (the `w`
-// descriptor, else the image's width attribute, else a width in the address such as
-// `_640x360` or `w=640`, else 1200), served from the nearest width made at or above it.
+// serves the pages and the photographs itself, every image address in a page pointed at a
+// photograph of the width it asks for (photo-origin.mjs, shared with slow-link.mjs, says how).
 // Nothing leaves the machine: requests to any other host are aborted in the browser.
 //
 // Per page and mode it records the bytes received (Chromium's encodedDataLength: headers and
@@ -22,13 +19,12 @@
 
 import { chromium } from 'playwright-core';
 import { createServer } from 'node:http';
-import { readFileSync, readdirSync, writeFileSync, existsSync } from 'node:fs';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createHash } from 'node:crypto';
+import { VIEWPORT, photoSet, pointImages, servePhoto } from './photo-origin.mjs';
 
 const PAGE_TIMEOUT_MS = 30_000;
 const SCROLL_STEPS = 40;
-const VIEWPORT = { width: 412, height: 915 };
 
 function parseArgs(argv) {
   const args = { sample: 0, modes: [], chromium: '/usr/bin/chromium' };
@@ -52,74 +48,6 @@ function parseArgs(argv) {
   return args;
 }
 
-// The photographs and the widths each was made at.
-function photoSet(dir) {
-  const photos = readdirSync(dir).sort().map((name) => ({
-    name,
-    widths: readdirSync(join(dir, name)).map((f) => Number(f.replace('.jpg', ''))).filter((w) => w > 0).sort((a, b) => a - b),
-  }));
-  if (photos.length === 0) throw new Error(`no photographs in ${dir}`);
-  return photos;
-}
-
-function widthInAddress(url) {
-  const m = url.match(/[_\-/x=](\d{3,4})(?:x\d{2,4})?(?:[._&/?]|$)/) || url.match(/(\d{3,4})x\d{2,4}/);
-  const w = m ? Number(m[1]) : 0;
-  return w >= 50 && w <= 4000 ? w : 0;
-}
-
-// A srcset's [url, descriptor] pairs, read as the HTML standard reads them: a URL runs to
-// whitespace (trailing commas end it), its descriptors to the next comma.
-function candidates(list) {
-  const out = [];
-  let rest = list;
-  for (let guard = 0; guard < 1000; guard++) {
-    rest = rest.replace(/^[\s,]+/, '');
-    if (!rest) break;
-    let url = rest.match(/^\S+/)[0];
-    rest = rest.slice(url.length);
-    let descriptor = '';
-    if (url.endsWith(',')) {
-      url = url.replace(/,+$/, '');
-    } else {
-      const comma = rest.indexOf(',');
-      descriptor = (comma < 0 ? rest : rest.slice(0, comma)).trim();
-      rest = comma < 0 ? '' : rest.slice(comma + 1);
-    }
-    out.push([url, descriptor]);
-  }
-  return out;
-}
-
-// A page with every image address pointed at the origin.
-function pointImages(html, origin, photos) {
-  // `element` tags every address of one <img> or <source> alike, so the picture a page shows
-  // is known whichever candidate a browser or a proxy chose.
-  const addressOf = (url, width, element) => {
-    const trimmed = url.trim();
-    if (!trimmed || trimmed.startsWith('data:')) return url;
-    const hash = createHash('sha1').update(trimmed).digest();
-    const photo = photos[hash[0] % photos.length];
-    const want = width || widthInAddress(trimmed) || 1200;
-    const w = photo.widths.find((x) => x >= want) ?? photo.widths[photo.widths.length - 1];
-    return `http://${origin}/photo/${photo.name}/${w}.jpg?for=${element}`;
-  };
-  return html.replace(/<(img|source)\b[^>]*>/gi, (tag) => {
-    const element = createHash('sha1').update(tag).digest('hex').slice(0, 8);
-    const address = (url, width) => addressOf(url, width, element);
-    const declared = Number((tag.match(/\swidth\s*=\s*["']?(\d+)/i) || [])[1] || 0);
-    return tag
-      .replace(/(\s(?:src|data-src|data-lazy-src|data-original)\s*=\s*)(["'])(.*?)\2/gi, (_, pre, q, url) => `${pre}${q}${address(url, declared)}${q}`)
-      .replace(/(\s(?:srcset|data-srcset)\s*=\s*)(["'])(.*?)\2/gi, (_, pre, q, list) => {
-        const items = candidates(list).map(([url, descriptor]) => {
-          const w = descriptor.endsWith('w') ? Number(descriptor.slice(0, -1)) : declared * (Number(descriptor.slice(0, -1)) || 1);
-          return `${address(url, w)}${descriptor ? ' ' + descriptor : ''}`;
-        });
-        return `${pre}${q}${items.join(', ')}${q}`;
-      });
-  });
-}
-
 function serve(pages, photosDir, photos) {
   let origin = '';
   const server = createServer((req, res) => {
@@ -127,16 +55,10 @@ function serve(pages, photosDir, photos) {
     const page = pages.get(url.pathname);
     if (page) {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
-      res.end(pointImages(readFileSync(page, 'utf8'), origin, photos));
+      res.end(pointImages(readFileSync(page, 'utf8'), `http://${origin}`, photos));
       return;
     }
-    const m = url.pathname.match(/^\/photo\/([\w.-]+)\/(\d+)\.jpg$/);
-    const file = m && join(photosDir, m[1], `${m[2]}.jpg`);
-    if (file && existsSync(file)) {
-      res.writeHead(200, { 'content-type': 'image/jpeg', 'cache-control': 'no-store' });
-      res.end(readFileSync(file));
-      return;
-    }
+    if (servePhoto(url.pathname, photosDir, res)) return;
     res.writeHead(404, { 'content-type': 'text/plain' });
     res.end('not found');
   });
