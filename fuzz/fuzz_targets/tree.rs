@@ -156,7 +156,7 @@ fn check_declutter(tree: &Tree, page_text: &str, control: [u8; 2], reparsable: b
     let outcome = declutter::run(&mut kept, &preset.settings(), &ctx);
     check_kept(&kept, page_text, "declutter", reparsable);
 
-    let section = retained::html_section(&outcome.retained);
+    let section = retained::html_section(&kept, &outcome.retained, None);
     let page = html::render(&kept);
     // `insert_note` finds the body by the first `</head>` and the first `<body` after it, and
     // the tag's end by counting quotes, so the same text in a comment, a script or an attribute
