@@ -3,7 +3,7 @@
 //! (`<nav aria-label="Removed links"><h2>Removed links</h2><ul>…</ul></nav>`) spliced in just
 //! before `</body>` of the rendered page, or as lines under a "Removed links" line in text
 //! output. A link that showed a picture shows it again, small and loaded lazily
-//! ([`crate::render::html::thumbnail`]), as the profile's `images` allow.
+//! (`render::html::thumbnail`), as the profile's `images` allow.
 
 use crate::dom::{NodeId, Tree};
 use crate::extract::retainer::RetainedLink;

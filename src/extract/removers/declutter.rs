@@ -27,7 +27,8 @@
 //! with it, and the page then opened on a cookie notice or an "Advertisement" label. After the
 //! removers, a removed title heading is rescued ([`Tree::rescue`]): it shows, whole, where it
 //! stood, and the rest of the region stays removed. Protecting the region instead (as a site
-//! rule's `keep` does) would keep its clutter too.
+//! rule's `keep` does) would keep its clutter too. The story's lead picture (`lead_image`)
+//! is rescued the same way: it goes with the headline.
 //!
 //! Why the main content's prose and not the page's text: on the development pages a correct
 //! run often removes more than half of a page's non-link text (sidebars of teasers, long
