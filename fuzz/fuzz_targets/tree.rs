@@ -188,7 +188,9 @@ fn has_plaintext(tree: &Tree) -> bool {
 /// with no scope marker in between: a tree no markup produces. The tree builder leaves one
 /// when the adoption agency stops after 8 rounds (a link open over more than 8 nested blocks
 /// when the next `<a>` comes), or when it foster-parents an element out of a table into an
-/// open one of its kind (a `<select>` in a table inside a `<select>`). Inside a cell, a
+/// open one of its kind (a `<select>` in a table inside a `<select>`). An `<input>`,
+/// `<keygen>` or `<textarea>` counts as a `<select>`'s kind: its start tag closes an open
+/// select, yet a table inside the select can leave one there (`<select><table><input>`). Inside a cell, a
 /// caption, an `<object>`, `<marquee>`, `<applet>` or `<template>` the element is a new
 /// one, which markup can produce, and so is a `<p>` inside a table (counting such a page as
 /// well-nested only keeps the strict checks on it).
@@ -196,6 +198,7 @@ fn has_unwritable_nesting(tree: &Tree) -> bool {
     fn kind(name: &str) -> Option<&str> {
         match name {
             "a" | "nobr" | "select" | "button" | "form" | "p" => Some(name),
+            "input" | "keygen" | "textarea" => Some("select"),
             "h1" | "h2" | "h3" | "h4" | "h5" | "h6" => Some("heading"),
             _ => None,
         }
