@@ -44,17 +44,9 @@ while [ $# -gt 0 ]; do
 done
 [[ "$sample" =~ ^[0-9]+$ ]] || { echo "browser.sh: --sample takes a number" >&2; exit 64; }
 
-if [ ! -x /usr/bin/chromium ]; then
-    echo "browser.sh: installing chromium with apt-get" >&2
-    sudo=()
-    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
-    "${sudo[@]}" apt-get update -qq
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
-fi
-command -v node >/dev/null || { echo "browser.sh: node is needed (Node.js 18 or later)" >&2; exit 1; }
-if [ ! -d "$repo/tests/browser/node_modules/playwright-core" ] || [ ! -d "$repo/tests/browser/node_modules/axe-core" ]; then
-    (cd "$repo/tests/browser" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
-fi
+# shellcheck source=scripts/browser-tools.sh
+. "$repo/scripts/browser-tools.sh"
+browser_packages browser.sh
 
 folders=()
 for s in $sets; do
@@ -100,18 +92,9 @@ preset = "automatic"
 algorithm = "pith"
 fallback_lang = "en"
 TOML
-"$pith" serve --config "$run/pith.toml" > "$run/pith.log" 2>&1 &
-pid=$!
-for _ in $(seq 1 100); do
-    [ "$(grep -c 'listening' "$run/pith.log" || true)" -ge 2 ] && break
-    kill -0 "$pid" 2>/dev/null || { cat "$run/pith.log" >&2; exit 1; }
-    sleep 0.1
-done
-address_of() { # the address of the listener serving profile $1, from pith's log
-    grep 'listening' "$run/pith.log" | grep "profile=$1" | sed -E 's/.*address=([0-9.:]+).*/\1/' | head -1
-}
-declutter=$(address_of declutter)
-reader=$(address_of reader)
+start_pith browser.sh "$pith" "$run/pith.toml" "$run/pith.log" 2
+declutter=$(listener_address "$run/pith.log" declutter)
+reader=$(listener_address "$run/pith.log" reader)
 [ -n "$declutter" ] && [ -n "$reader" ] || { echo "browser.sh: pith did not say where it listens:" >&2; cat "$run/pith.log" >&2; exit 1; }
 
 mkdir -p "$out"

@@ -40,17 +40,10 @@ missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 command -v ziproxy >/dev/null || missing+=(ziproxy)
 [ -x /usr/bin/convert ] || missing+=(imagemagick)
-if [ ${#missing[@]} -gt 0 ]; then
-    echo "page-weight.sh: installing ${missing[*]} with apt-get" >&2
-    sudo=()
-    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
-    "${sudo[@]}" apt-get update -qq
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
-command -v node >/dev/null || { echo "page-weight.sh: node is needed (Node.js 18 or later)" >&2; exit 1; }
-if [ ! -d "$repo/tests/browser/node_modules/playwright-core" ]; then
-    (cd "$repo/tests/browser" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
-fi
+# shellcheck source=scripts/browser-tools.sh
+. "$repo/scripts/browser-tools.sh"
+[ ${#missing[@]} -eq 0 ] || apt_install page-weight.sh "${missing[@]}"
+browser_packages page-weight.sh
 pages=$shared/bench/scrapinghub
 [ -d "$pages" ] || { echo "page-weight.sh: no development pages at $pages" >&2; exit 1; }
 
@@ -111,16 +104,9 @@ preset = "automatic"
 algorithm = "pith"
 images = "compress"
 TOML
-"$pith" serve --config "$run/pith.toml" > "$run/pith.log" 2>&1 &
-pid=$!
-for _ in $(seq 1 100); do
-    [ "$(grep -c 'listening' "$run/pith.log" || true)" -ge 2 ] && break
-    kill -0 "$pid" 2>/dev/null || { cat "$run/pith.log" >&2; exit 1; }
-    sleep 0.1
-done
-address_of() { grep 'listening' "$run/pith.log" | grep "profile=$1\b" | sed -E 's/.*address=([0-9.:]+).*/\1/' | head -1; }
-declutter=$(address_of gateway)
-reader=$(address_of gateway-reader)
+start_pith page-weight.sh "$pith" "$run/pith.toml" "$run/pith.log" 2
+declutter=$(listener_address "$run/pith.log" gateway)
+reader=$(listener_address "$run/pith.log" gateway-reader)
 [ -n "$declutter" ] && [ -n "$reader" ] || { echo "page-weight.sh: pith did not say where it listens:" >&2; cat "$run/pith.log" >&2; exit 1; }
 
 # Ziproxy with the settings its own configuration recommends for slow links: lossy image

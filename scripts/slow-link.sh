@@ -86,14 +86,9 @@ case "$round_trip" in auto|relay|chromium) ;; *) echo "slow-link.sh: --round-tri
 for tool in ip tc openssl node python3; do
     command -v "$tool" >/dev/null || { echo "slow-link.sh: $tool is needed" >&2; exit 1; }
 done
-if [ ! -x /usr/bin/chromium ]; then
-    echo "slow-link.sh: installing chromium with apt-get" >&2
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
-fi
-if [ ! -d "$repo/tests/browser/node_modules/playwright-core" ]; then
-    (cd "$repo/tests/browser" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
-fi
+# shellcheck source=scripts/browser-tools.sh
+. "$repo/scripts/browser-tools.sh"
+browser_packages slow-link.sh
 folders=()
 for s in $sets; do
     [ -d "$shared/bench/$s" ] || { echo "slow-link.sh: no development set at $shared/bench/$s" >&2; exit 1; }
