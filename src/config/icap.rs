@@ -35,13 +35,7 @@ impl Validator<'_> {
         let address: SocketAddr = r.address.get_ref().parse().map_err(|_| {
             self.err(r.address.span(), "icap.address", format!("{:?} is not an IP:port address (e.g. \"127.0.0.1:1344\")", r.address.get_ref()))
         })?;
-        let profile = match &r.profile {
-            None => profiles.get("declutter").or_else(|| profiles.get("pass")).cloned().expect("`pass` is always defined"),
-            Some(p) => profiles.get(p.get_ref()).cloned().ok_or_else(|| {
-                let known: Vec<&str> = profiles.keys().map(String::as_str).collect();
-                self.err(p.span(), "icap.profile", format!("unknown profile {:?}; defined: {}", p.get_ref(), known.join(", ")))
-            })?,
-        };
+        let profile = self.profile_named(r.profile.as_ref(), "icap.profile", profiles)?;
         let allow = match &r.allow {
             None if address.ip().is_loopback() => vec!["127.0.0.0/8".parse().expect("literal"), "::1/128".parse().expect("literal")],
             None => {

@@ -60,6 +60,19 @@ pub const MAX_OPEN_V4: u64 = 1 << 16;
 pub const MAX_OPEN_V6_SUBNETS: u64 = 1 << 16;
 
 impl Validator<'_> {
+    /// The profile a listener's or an ICAP service's `profile` key names (`key` is its name in
+    /// messages): `declutter` when the key is left out (`pass` if declutter was removed), an
+    /// error naming the defined profiles when it names none of them.
+    pub(super) fn profile_named(&self, name: Option<&Spanned<String>>, key: &str, profiles: &BTreeMap<String, Arc<Profile>>) -> Result<Arc<Profile>, ConfigError> {
+        match name {
+            None => Ok(profiles.get("declutter").or_else(|| profiles.get("pass")).cloned().expect("`pass` is always defined")),
+            Some(p) => profiles.get(p.get_ref()).cloned().ok_or_else(|| {
+                let known: Vec<&str> = profiles.keys().map(String::as_str).collect();
+                self.err(p.span(), key, format!("unknown profile {:?}; defined: {}", p.get_ref(), known.join(", ")))
+            }),
+        }
+    }
+
     /// One `[[listener]]`; `listen` (from `--listen`) replaces its address before any check.
     pub(super) fn listener(&self, l: &RawListener, profiles: &BTreeMap<String, Arc<Profile>>, listen: Option<SocketAddr>) -> Result<ListenerConfig, ConfigError> {
         let address: SocketAddr = match listen {
@@ -68,13 +81,7 @@ impl Validator<'_> {
                 self.err(l.address.span(), "listener.address", format!("{:?} is not an IP:port address (e.g. \"127.0.0.1:8080\" or \"[::1]:8080\")", l.address.get_ref()))
             })?,
         };
-        let profile = match &l.profile {
-            None => profiles.get("declutter").or_else(|| profiles.get("pass")).cloned().expect("`pass` is always defined"),
-            Some(p) => profiles.get(p.get_ref()).cloned().ok_or_else(|| {
-                let known: Vec<&str> = profiles.keys().map(String::as_str).collect();
-                self.err(p.span(), "listener.profile", format!("unknown profile {:?}; defined: {}", p.get_ref(), known.join(", ")))
-            })?,
-        };
+        let profile = self.profile_named(l.profile.as_ref(), "listener.profile", profiles)?;
         let allow = match &l.allow {
             None => vec!["127.0.0.0/8".parse().expect("literal"), "::1/128".parse().expect("literal")],
             Some(list) if list.get_ref().is_empty() => {
