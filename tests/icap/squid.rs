@@ -55,8 +55,11 @@ impl Squid {
         let conf_path = dir.path().join("squid.conf");
         std::fs::write(&conf_path, &conf).expect("write squid.conf");
         let log = std::fs::File::create(dir.path().join("squid.out")).expect("a log file");
+        // Squid names its shared-memory segments after its service name (`-n`, "squid" by
+        // default): two started at once with the same name collide ("shm_open ... File
+        // exists"), so each gets its own, from its port.
         let child = Command::new(&binary)
-            .args(["-N", "-f"])
+            .args(["-N", "-n", &format!("pithtest{port}"), "-f"])
             .arg(&conf_path)
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("a log handle"))
