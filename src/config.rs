@@ -238,6 +238,10 @@ pub struct ListenerConfig {
     /// How it serves pages: HTTPS for plain-HTTP clients, charset, HTML 3.2, the gateway's
     /// profiles.
     pub serving: Serving,
+    /// Its clients are refused destinations that are not public unicast addresses (but those
+    /// in `upstream.allow_private`): the listener's `deny_private`, else on when
+    /// `upstream.deny_private` is or when the listener's address is not loopback.
+    pub deny_private: bool,
 }
 
 /// Basic proxy-authentication credentials.
@@ -278,8 +282,11 @@ pub struct UpstreamConfig {
     pub send_via: bool,
     /// Destination networks refused, checked on every resolved address of a target.
     pub deny: Vec<IpNet>,
-    /// Refuse every destination that is not a public unicast address too ([`crate::addr`]).
+    /// Refuse every destination that is not a public unicast address too ([`crate::addr`]), on
+    /// every listener (each listener's own setting is [`ListenerConfig::deny_private`]).
     pub deny_private: bool,
+    /// Networks a listener that refuses private destinations may still reach (intranet hosts).
+    pub allow_private: Vec<IpNet>,
 }
 
 /// Validated `[limits]`.
@@ -385,7 +392,7 @@ impl Validator<'_> {
         let raw_listeners = if raw.listener.is_empty() { &default_listener[..] } else { &raw.listener[..] };
         let mut listeners = Vec::new();
         for (i, l) in raw_listeners.iter().enumerate() {
-            listeners.push(self.listener(l, &profiles, if i == 0 { self.listen } else { None })?);
+            listeners.push(self.listener(l, &profiles, if i == 0 { self.listen } else { None }, raw.upstream.deny_private)?);
         }
         self.check_distinct(raw_listeners, &listeners)?;
         let icap = self.icap_services(&raw.icap, &profiles, &listeners)?;
@@ -640,6 +647,7 @@ impl Validator<'_> {
             send_via: u.send_via,
             deny: self.networks(&u.deny, "upstream.deny")?,
             deny_private: u.deny_private,
+            allow_private: self.networks(&u.allow_private, "upstream.allow_private")?,
         })
     }
 

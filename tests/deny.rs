@@ -139,3 +139,86 @@ async fn an_intercepted_connect_to_the_unspecified_address_is_refused_inside() {
     }
     assert_eq!((v6.connections(), v4.connections()), (0, 0), "never connected to");
 }
+
+/// The proxy address of a listener bound to the wildcard address, as a client on this machine
+/// reaches it.
+fn on_loopback(addr: std::net::SocketAddr) -> std::net::SocketAddr {
+    std::net::SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), addr.port())
+}
+
+/// A listener off loopback (here the wildcard address, with one client allowed) refuses
+/// private destinations unless it says `deny_private = false`, through the proxy, CONNECT and
+/// the `/read` gateway alike; `upstream.allow_private` lets listed intranet networks through.
+#[tokio::test]
+async fn a_lan_listener_refuses_private_destinations_by_default() {
+    let origin = hello_origin().await;
+    let url = origin.url("/");
+    let lan = |extra: &str| format!("[[listener]]\naddress = \"0.0.0.0:0\"\nallow = [\"127.0.0.1/32\"]\n{extra}\n[upstream]\nconnect_ports = []\n");
+    let gateway = |pith: &Pith| format!("http://{}/read?url={}", on_loopback(pith.addr), url::form_urlencoded::byte_serialize(url.as_bytes()).collect::<String>());
+    let direct = reqwest::Client::builder().no_proxy().build().unwrap();
+
+    let pith = Pith::from_config(&lan("")).await;
+    let proxied = client_builder(reqwest::Proxy::all(format!("http://{}", on_loopback(pith.addr))).unwrap()).build().unwrap();
+    let resp = proxied.get(&url).send().await.unwrap();
+    assert_eq!(resp.status(), 403);
+    assert!(resp.text().await.unwrap().contains("upstream.deny_private"));
+    let tunnel = exchange(on_loopback(pith.addr), format!("CONNECT {0} HTTP/1.1\r\nHost: {0}\r\n\r\n", origin.addr).as_bytes()).await;
+    assert_eq!(tunnel.status, 403, "{}", tunnel.text());
+    assert_eq!(direct.get(gateway(&pith)).send().await.unwrap().status(), 403, "the gateway too");
+    assert_eq!(origin.connections(), 0, "the gateway machine's own loopback was never reached");
+
+    // Said in so many words, the listener may reach them; so may a listed intranet network.
+    for extra in ["deny_private = false", ""] {
+        let config = if extra.is_empty() { format!("{}allow_private = [\"127.0.0.0/8\"]\n", lan("")) } else { lan(extra) };
+        let pith = Pith::from_config(&config).await;
+        let proxied = client_builder(reqwest::Proxy::all(format!("http://{}", on_loopback(pith.addr))).unwrap()).build().unwrap();
+        let resp = proxied.get(&url).send().await.unwrap();
+        assert_eq!((resp.status(), resp.text().await.unwrap().as_str()), (reqwest::StatusCode::OK, "hello"), "{config}");
+        assert_eq!(direct.get(gateway(&pith)).send().await.unwrap().status(), 200, "{config}");
+    }
+}
+
+/// Two listeners, one that may reach private addresses (loopback, the default there) and one
+/// that may not: neither a pooled connection nor a kept page opened for the first serves the
+/// second.
+#[tokio::test]
+async fn a_page_or_connection_opened_for_one_listener_does_not_serve_another() {
+    let origin = Origin::new().route("/", |_| reply(&[("content-type", "text/plain"), ("cache-control", "max-age=600")], "hello")).run().await;
+    let pith = Pith::from_config(
+        "[[listener]]\naddress = \"127.0.0.1:0\"\nprofile = \"pass\"\n[[listener]]\naddress = \"0.0.0.0:0\"\nprofile = \"pass\"\nallow = [\"127.0.0.1/32\"]\n",
+    )
+    .await;
+    let url = format!("http://localhost:{}/", origin.addr.port());
+    let near = client_builder(reqwest::Proxy::all(format!("http://{}", pith.addrs[0])).unwrap()).build().unwrap();
+    let resp = near.get(&url).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.text().await.unwrap(), "hello");
+    let lan = client_builder(reqwest::Proxy::all(format!("http://{}", on_loopback(pith.addrs[1]))).unwrap()).build().unwrap();
+    for _ in 0..2 {
+        let resp = lan.get(&url).send().await.unwrap();
+        assert_eq!(resp.status(), 403, "neither the kept page nor the pooled connection");
+    }
+    assert_eq!(origin.count("/"), 1);
+}
+
+#[test]
+fn the_startup_line_says_which_listeners_reach_private_addresses() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("proxy.toml");
+    std::fs::write(&file, "[[listener]]\naddress = \"127.0.0.1:0\"\n[[listener]]\naddress = \"0.0.0.0:0\"\nallow = [\"192.168.0.0/16\"]\n").unwrap();
+    let mut pith = crate::common::binary::Served::start(&file, &[]);
+    let near = pith.wait_for("listening address=127.0.0.1");
+    let far = pith.wait_for("listening address=0.0.0.0");
+    assert!(near.contains("127.0.0.1") && near.contains("private_destinations=reachable"), "{near}");
+    assert!(far.contains("0.0.0.0") && far.contains("private_destinations=refused"), "{far}");
+}
+
+#[test]
+fn a_wildcard_listener_admitting_loopback_only_warns_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("proxy.toml");
+    std::fs::write(&file, "[[listener]]\naddress = \"0.0.0.0:0\"\n").unwrap();
+    let mut pith = crate::common::binary::Served::start(&file, &[]);
+    let line = pith.wait_for("admits loopback clients only");
+    assert!(line.contains("WARN") && line.contains("0.0.0.0"), "{line}");
+}

@@ -275,13 +275,14 @@ async fn a_reload_that_would_open_the_listen_address_is_rejected() {
     let origin = page_origin().await;
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("proxy.toml");
-    std::fs::write(&file, format!("{BINARY_CONFIG}allow = [\"10.0.0.0/8\", \"127.0.0.1\"]\n")).unwrap();
+    // The origin is on loopback, which a listener off loopback refuses unless told otherwise.
+    std::fs::write(&file, format!("{BINARY_CONFIG}allow = [\"10.0.0.0/8\", \"127.0.0.1\"]\ndeny_private = false\n")).unwrap();
     let mut pith = Binary::serve_with(&["serve", "--config", file.to_str().unwrap(), "--listen", "0.0.0.0:0"]).await;
     assert!(pith.addr.ip().is_unspecified(), "--listen in force: {}", pith.addr);
     let local = SocketAddr::from(([127, 0, 0, 1], pith.addr.port()));
 
     // Harmless on the file's loopback address, an open proxy on the address --listen bound.
-    std::fs::write(&file, format!("{BINARY_CONFIG}allow = [\"0.0.0.0/0\", \"::/0\"]\n")).unwrap();
+    std::fs::write(&file, format!("{BINARY_CONFIG}allow = [\"0.0.0.0/0\", \"::/0\"]\ndeny_private = false\n")).unwrap();
     pith.hang_up();
     let rejected = pith.line_containing("config reload rejected").await;
     assert!(rejected.contains("proxy.toml:8:") && rejected.contains("(from --listen)") && rejected.contains("open proxy"), "{rejected}");

@@ -52,6 +52,14 @@ pub fn collides(a: SocketAddr, b: SocketAddr) -> bool {
     a.port() != 0 && a.port() == b.port() && (a.ip() == b.ip() || covers(a, b) || covers(b, a))
 }
 
+/// Whether a listener refuses private destinations: its own `deny_private` when it sets one,
+/// else yes when `upstream.deny_private` says so or when it listens off loopback (a wildcard
+/// address included): a LAN's clients must not reach the gateway's own network unless the
+/// listener says `deny_private = false` in so many words.
+pub fn deny_private(own: Option<bool>, upstream: bool, address: SocketAddr) -> bool {
+    own.unwrap_or(upstream || !address.ip().is_loopback())
+}
+
 /// Most public IPv4 addresses a listener without `auth`, reachable from other machines, may
 /// admit: a /16, more than one site or office needs. Past it pith would serve strangers.
 pub const MAX_OPEN_V4: u64 = 1 << 16;
@@ -74,7 +82,8 @@ impl Validator<'_> {
     }
 
     /// One `[[listener]]`; `listen` (from `--listen`) replaces its address before any check.
-    pub(super) fn listener(&self, l: &RawListener, profiles: &BTreeMap<String, Arc<Profile>>, listen: Option<SocketAddr>) -> Result<ListenerConfig, ConfigError> {
+    /// `upstream_denies` is `upstream.deny_private`.
+    pub(super) fn listener(&self, l: &RawListener, profiles: &BTreeMap<String, Arc<Profile>>, listen: Option<SocketAddr>, upstream_denies: bool) -> Result<ListenerConfig, ConfigError> {
         let address: SocketAddr = match listen {
             Some(address) => address,
             None => l.address.get_ref().parse().map_err(|_| {
@@ -95,7 +104,8 @@ impl Validator<'_> {
         };
         self.check_not_open(address, &allow, auth.is_some(), l, listen.is_some())?;
         let serving = self.serving(l, address, auth.is_some(), profiles)?;
-        Ok(ListenerConfig { address, profile, allow, auth, serving })
+        let deny_private = deny_private(l.deny_private, upstream_denies, address);
+        Ok(ListenerConfig { address, profile, allow, auth, serving, deny_private })
     }
 
     /// `upgrade`, `charset`, `legacy` and `gateway_profiles`. A listener that fetches HTTPS

@@ -76,12 +76,15 @@ pub struct RawListener {
     /// Profiles the URL gateway may be asked for besides the listener's own.
     #[serde(default)]
     pub gateway_profiles: Option<Spanned<Vec<String>>>,
+    /// Refuse destinations that are not public; unset takes the default for the address.
+    #[serde(default)]
+    pub deny_private: Option<bool>,
 }
 
 impl Default for RawListener {
     /// The listener of a file that has none: the one README and proxy.toml document.
     fn default() -> Self {
-        RawListener { address: Spanned::new(0..0, DEFAULT_LISTEN.to_string()), profile: None, allow: None, auth: None, upgrade: None, charset: None, legacy: false, gateway_profiles: None }
+        RawListener { address: Spanned::new(0..0, DEFAULT_LISTEN.to_string()), profile: None, allow: None, auth: None, upgrade: None, charset: None, legacy: false, gateway_profiles: None, deny_private: None }
     }
 }
 
@@ -134,8 +137,10 @@ pub struct RawUpstream {
     pub send_via: bool,
     /// Destination networks never connected to (CIDRs or addresses).
     pub deny: Spanned<Vec<String>>,
-    /// Also refuse every destination that is not a public unicast address.
+    /// Also refuse every destination that is not a public unicast address, on every listener.
     pub deny_private: bool,
+    /// Private networks that listeners refusing private destinations may still reach.
+    pub allow_private: Spanned<Vec<String>>,
 }
 
 impl Default for RawUpstream {
@@ -151,6 +156,7 @@ impl Default for RawUpstream {
             send_via: true,
             deny: Spanned::new(0..0, Vec::new()),
             deny_private: false,
+            allow_private: Spanned::new(0..0, Vec::new()),
         }
     }
 }

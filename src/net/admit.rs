@@ -92,6 +92,7 @@ mod tests {
             allow: nets(&["127.0.0.0/8"]),
             auth: auth.map(|(u, p)| Credentials { user: u.into(), password: p.into() }),
             serving: Default::default(),
+            deny_private: false,
         }
     }
 

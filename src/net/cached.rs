@@ -65,6 +65,8 @@ pub struct Target<'a> {
     pub uri: Uri,
     /// The profile serving the client (shared: a background revalidation outlives the request).
     pub profile: &'a Arc<Profile>,
+    /// The client's listener refuses private destinations ([`crate::config::ListenerConfig::deny_private`]).
+    pub deny_private: bool,
 }
 
 /// Serves a request that is not for pith itself: from the cache when it can, else from the
@@ -73,6 +75,7 @@ pub async fn serve(state: &Arc<State>, target: Target<'_>, req: Request<Incoming
     let Some(cache) = state.cache.as_ref() else {
         return forward_and_respond(state, &target, req).await;
     };
+    check_before_reuse(state, &target).await?;
     if !req.method().is_safe() {
         let served = forward_and_respond(state, &target, req).await?;
         invalidate(cache, &target.uri, &served.response);
@@ -105,6 +108,25 @@ pub async fn serve(state: &Arc<State>, target: Target<'_>, req: Request<Incoming
         };
     }
     Ok(with_x_cache(forward_and_respond(state, &target, req).await?, Lookup::Miss))
+}
+
+/// The destination checked against the listener's deny rules before the cache may answer:
+/// a page kept for a listener that may reach private addresses must not be served to one
+/// that may not. Only needed when listeners differ in that policy; the connection itself is
+/// checked again by the client of the listener's policy ([`forward::Clients`]).
+async fn check_before_reuse(state: &State, target: &Target<'_>) -> Result<(), ProxyError> {
+    if !target.deny_private || state.listeners.iter().all(|l| l.deny_private) {
+        return Ok(());
+    }
+    let cfg = &state.config.upstream;
+    let port = target.uri.port_u16().unwrap_or(if target.uri.scheme() == Some(&http::uri::Scheme::HTTPS) { 443 } else { 80 });
+    let rules = super::resolve::DenyRules::new(cfg, true);
+    match tokio::time::timeout(cfg.connect_timeout, super::resolve::resolve(target.host, port, rules)).await {
+        Err(_) => Err(ProxyError::Timeout { host: target.host.to_string(), what: "resolve", after: cfg.connect_timeout }),
+        Ok(Err(source @ super::resolve::ResolveError::Denied { .. })) => Err(ProxyError::Destination { source }),
+        // A name that does not resolve now is left to the fetch to report.
+        Ok(Err(_)) | Ok(Ok(_)) => Ok(()),
+    }
 }
 
 /// A HEAD: the head of a fresh stored GET (RFC 9111 §4: a stored response to GET may answer
@@ -190,7 +212,7 @@ async fn lookup(state: &Arc<State>, cache: &Arc<Cache>, target: &Target<'_>, ask
             Freshness::Stale { conditions } if !invalid && !cache::is_conditional(req.headers()) && entry.may_serve_stale(req.headers(), Grace::WhileRevalidate, SystemTime::now()) => {
                 cache.count_hit();
                 let served = from_entry(&entry, Lookup::Stale, 0, req.headers(), Reply::Whole);
-                Background { state: state.clone(), cache: cache.clone(), profile: target.profile.clone(), host: target.host.to_string(), ask: ask.clone(), key }.revalidate(entry, conditions, head_of(&req));
+                Background { state: state.clone(), cache: cache.clone(), profile: target.profile.clone(), host: target.host.to_string(), deny_private: target.deny_private, ask: ask.clone(), key }.revalidate(entry, conditions, head_of(&req));
                 return Ok(Looked::Served(served));
             }
             Freshness::Stale { conditions } => stale = Some((entry, conditions)),
@@ -358,7 +380,7 @@ impl Fill<'_> {
         };
         let via = self.state.config.upstream.send_via.then_some(&self.state.via);
         let sent = match forward::prepare(req, self.target.uri.clone(), via) {
-            Ok(req) => forward::send_bodiless(&self.state.client, req, self.target.host, &self.state.config.upstream).await,
+            Ok(req) => forward::send_bodiless(&self.state.clients, self.target.deny_private, req, self.target.host, &self.state.config.upstream).await,
             Err(e) => Err(e),
         };
         sent.map_err(|e| Unstored::new(Err(e)))
@@ -427,6 +449,7 @@ struct Background {
     cache: Arc<Cache>,
     profile: Arc<Profile>,
     host: String,
+    deny_private: bool,
     ask: Ask,
     key: Key,
 }
@@ -453,7 +476,7 @@ impl Background {
         let via = self.state.config.upstream.send_via.then_some(&self.state.via);
         let req = forward::prepare(head, self.ask.uri.clone(), via)?;
         let accept_encoding = req.headers().get(header::ACCEPT_ENCODING).cloned();
-        let resp = forward::send_bodiless(&self.state.client, req, &self.host, &self.state.config.upstream).await?;
+        let resp = forward::send_bodiless(&self.state.clients, self.deny_private, req, &self.host, &self.state.config.upstream).await?;
         if resp.status() == StatusCode::NOT_MODIFIED {
             match entry.refreshed(&self.ask, resp.headers(), SystemTime::now()) {
                 Ok(refreshed) => {
@@ -529,7 +552,7 @@ fn ask(req: &Request<Incoming>, uri: &Uri, method: Method) -> Ask {
 async fn send(state: &State, target: &Target<'_>, req: Request<Incoming>) -> Result<Response<Incoming>, ProxyError> {
     let via = state.config.upstream.send_via.then_some(&state.via);
     let req = forward::prepare(req, target.uri.clone(), via)?;
-    forward::send(&state.client, req, target.host, &state.config.upstream).await
+    forward::send(&state.clients, target.deny_private, req, target.host, &state.config.upstream).await
 }
 
 /// The uncached path: forward, then classify and rewrite or pass through.

@@ -244,6 +244,11 @@ impl Handler {
         &self.state
     }
 
+    /// Whether this handler's listener refuses private destinations.
+    pub(super) fn deny_private(&self) -> bool {
+        self.listener.deny_private
+    }
+
     /// The client's address.
     pub(super) fn client_addr(&self) -> SocketAddr {
         self.client
@@ -354,7 +359,7 @@ impl Handler {
         let req = self.forward_interim(req);
         if forward::is_upgrade(req.headers()) {
             record.action = Action::Upgrade;
-            return Ok((forward::upgrade(&self.state, req, uri, &host, (self.guard.clone(), self.downstream.clone())).await?, false));
+            return Ok((forward::upgrade(&self.state, self.listener.deny_private, req, uri, &host, (self.guard.clone(), self.downstream.clone())).await?, false));
         }
         // The client's own choice, when it made one ([`control::Control::profile_for`]).
         let who = || control::client_id(&self.listener, self.client.ip());
@@ -368,7 +373,7 @@ impl Handler {
         let asked = uri.clone();
         let uri = upgrade::target(&self.state, &self.listener, &uri).filter(|_| plain).unwrap_or(uri);
         let profile = upgrade::profile_for(&self.state, &self.listener, &base, plain).unwrap_or(base);
-        let target = cached::Target { host: &host, uri, profile: &profile };
+        let target = cached::Target { host: &host, uri, profile: &profile, deny_private: self.listener.deny_private };
         let mut served = cached::serve(&self.state, target, req).await?;
         if plain {
             upgrade::finish(&self.state, &self.listener, &asked, &mut served.response);

@@ -74,7 +74,7 @@ pub async fn tunnel(handler: &Handler, req: Request<Incoming>) -> Result<Respons
         spawn_intercept(req, handler.intercepting(origin), host, port);
         return Ok(ok());
     }
-    let upstream = open(state, &host, port).await?;
+    let upstream = open(state, handler.deny_private(), &host, port).await?;
     let ends = Ends { client: handler.client_addr(), target: authority.to_string(), downstream: handler.downstream().clone(), idle: state.config.limits.tunnel_idle_timeout };
     // The tunnel holds the connection's slot: it counts against max_connections until it
     // closes, and shutdown waits for it (then closes it at the drain deadline).
@@ -105,10 +105,10 @@ fn ok() -> Response<ProxyBody> {
 /// Opens the TCP connection to a tunnel's target within the connect budget. The target is
 /// resolved and checked against the deny rules first, and only the checked addresses are
 /// connected to ([`resolve`](super::resolve)).
-async fn open(state: &State, host: &str, port: u16) -> Result<TcpStream, ProxyError> {
+async fn open(state: &State, deny_private: bool, host: &str, port: u16) -> Result<TcpStream, ProxyError> {
     let budget = state.config.upstream.connect_timeout;
     let checked = async {
-        let addrs = super::resolve::resolve(host, port, super::resolve::DenyRules::new(&state.config.upstream))
+        let addrs = super::resolve::resolve(host, port, super::resolve::DenyRules::new(&state.config.upstream, deny_private))
             .await
             .map_err(|source| ProxyError::Destination { source })?;
         TcpStream::connect(&addrs[..]).await.map_err(|e| ProxyError::Connect { host: host.to_string(), source: Box::new(e) })
@@ -243,22 +243,22 @@ async fn intercept(req: Request<Incoming>, handler: Handler, host: String, port:
             }
             Sni::Never(sni) => {
                 tracing::info!(sni, "the ClientHello names a host on intercept.never: tunnelled untouched");
-                return blind(handler.state(), downstream, &host, port, &hello.bytes, ends).await;
+                return blind((handler.state(), handler.deny_private()), downstream, &host, port, &hello.bytes, ends).await;
             }
             Sni::Mismatch(sni) => {
                 return tracing::warn!(sni, "refused a TLS handshake whose SNI names another host than the CONNECT; pith issues certificates for the CONNECT host only");
             }
         }
     }
-    blind(handler.state(), downstream, &host, port, &first[..read], ends).await;
+    blind((handler.state(), handler.deny_private()), downstream, &host, port, &first[..read], ends).await;
 }
 
 /// Opens the tunnel's target and copies both ways, `first` (bytes already read) sent first.
-async fn blind<D>(state: &State, downstream: D, host: &str, port: u16, first: &[u8], ends: Ends)
+async fn blind<D>((state, deny_private): (&State, bool), downstream: D, host: &str, port: u16, first: &[u8], ends: Ends)
 where
     D: AsyncRead + AsyncWrite + Unpin,
 {
-    match open(state, host, port).await {
+    match open(state, deny_private, host, port).await {
         Ok(upstream) => copy(downstream, upstream, first, ends).await,
         Err(e) => tracing::warn!(reason = %e.reason(), "tunnel for non-TLS bytes failed"),
     }

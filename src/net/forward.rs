@@ -33,8 +33,35 @@ use crate::config::UpstreamConfig;
 
 pub use super::pooled::{UpstreamBody, UpstreamClient};
 
-/// Builds the upstream client from the config.
-pub fn client(cfg: &UpstreamConfig) -> UpstreamClient {
+/// The pooled upstream clients: one per destination policy, so that a connection opened for
+/// a listener that may reach private addresses is never reused by one that may not.
+#[derive(Clone)]
+pub struct Clients {
+    /// For listeners that refuse private destinations.
+    pub strict: UpstreamClient,
+    /// For listeners that may reach them.
+    pub open: UpstreamClient,
+}
+
+impl Clients {
+    /// Both clients for `cfg`.
+    pub fn new(cfg: &UpstreamConfig) -> Clients {
+        Clients { strict: client(cfg, true), open: client(cfg, false) }
+    }
+
+    /// The client of a listener that refuses private destinations when `deny_private`.
+    pub fn get(&self, deny_private: bool) -> &UpstreamClient {
+        if deny_private {
+            &self.strict
+        } else {
+            &self.open
+        }
+    }
+}
+
+/// Builds an upstream client from the config, refusing private destinations when
+/// `deny_private`.
+pub fn client(cfg: &UpstreamConfig, deny_private: bool) -> UpstreamClient {
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     for cert in &cfg.extra_roots {
@@ -50,7 +77,7 @@ pub fn client(cfg: &UpstreamConfig) -> UpstreamClient {
         .expect("the ring provider supports the default protocol versions")
         .with_root_certificates(roots)
         .with_no_client_auth();
-    let mut http = HttpConnector::new_with_resolver(CheckedResolver::new(cfg));
+    let mut http = HttpConnector::new_with_resolver(CheckedResolver::new(cfg, deny_private));
     http.enforce_http(false);
     http.set_nodelay(true);
     http.set_connect_timeout(Some(cfg.connect_timeout));
@@ -159,11 +186,13 @@ fn without_width_hint(uri: Uri) -> Uri {
     without_width(&uri.to_string()).and_then(|(_, plain)| plain.parse().ok()).unwrap_or(uri)
 }
 
-/// Sends a request upstream, waiting at most `cfg.response_timeout` for the response head.
-/// A target named by address is checked against the deny rules here; a name is checked by the
-/// client's resolver on the addresses it resolves to, the only lookup it gets.
-pub async fn send(client: &UpstreamClient, req: Request<Incoming>, host: &str, cfg: &UpstreamConfig) -> Result<Response<Incoming>, ProxyError> {
-    check_address(req.uri(), cfg)?;
+/// Sends a request upstream through the client for `deny_private`, waiting at most
+/// `cfg.response_timeout` for the response head. A target named by address is checked against
+/// the deny rules here; a name is checked by the client's resolver on the addresses it
+/// resolves to, the only lookup it gets.
+pub async fn send(clients: &Clients, deny_private: bool, req: Request<Incoming>, host: &str, cfg: &UpstreamConfig) -> Result<Response<Incoming>, ProxyError> {
+    check_address(req.uri(), cfg, deny_private)?;
+    let client = clients.get(deny_private);
     let timeout = cfg.response_timeout;
     sent(host, timeout, tokio::time::timeout(timeout, pooled::send_again_if_stale(client, req, host)).await)
 }
@@ -171,8 +200,9 @@ pub async fn send(client: &UpstreamClient, req: Request<Incoming>, host: &str, c
 /// Sends a request head without a body, as [`send`] does (deny rules, timeout, errors): a
 /// request pith makes again itself, such as a cache fill whose revalidation came back with
 /// another representation's validator.
-pub async fn send_bodiless(client: &UpstreamClient, req: Request<()>, host: &str, cfg: &UpstreamConfig) -> Result<Response<Incoming>, ProxyError> {
-    check_address(req.uri(), cfg)?;
+pub async fn send_bodiless(clients: &Clients, deny_private: bool, req: Request<()>, host: &str, cfg: &UpstreamConfig) -> Result<Response<Incoming>, ProxyError> {
+    check_address(req.uri(), cfg, deny_private)?;
+    let client = clients.get(deny_private);
     let timeout = cfg.response_timeout;
     let req = req.map(|()| Either::Right(Empty::new()));
     sent(host, timeout, tokio::time::timeout(timeout, client.request(req)).await)
@@ -198,8 +228,8 @@ fn is_client_body_error(e: &hyper_util::client::legacy::Error) -> bool {
 
 /// The deny rules on a target given as an IP address, which the connector connects to
 /// without asking its resolver.
-fn check_address(uri: &Uri, cfg: &UpstreamConfig) -> Result<(), ProxyError> {
-    let rules = DenyRules::new(cfg);
+fn check_address(uri: &Uri, cfg: &UpstreamConfig, deny_private: bool) -> Result<(), ProxyError> {
+    let rules = DenyRules::new(cfg, deny_private);
     let host = uri.host().unwrap_or_default().trim_matches(|c| c == '[' || c == ']');
     let Ok(ip) = host.parse::<std::net::IpAddr>() else { return Ok(()) };
     super::resolve::check(host, &[std::net::SocketAddr::new(ip, 0)], rules).map_err(|source| ProxyError::Destination { source })
@@ -283,14 +313,14 @@ pub fn is_upgrade(headers: &HeaderMap) -> bool {
 /// any other answer is passed through as it is.
 /// The switched connections hold `guard`, the client connection's slot, until they close, and
 /// are closed when `downstream` carries no byte for `limits.tunnel_idle_timeout_ms`.
-pub async fn upgrade(state: &State, mut req: Request<Incoming>, uri: Uri, host: &str, (guard, downstream): (super::drain::Guard, Downstream)) -> Result<Response<ProxyBody>, ProxyError> {
+pub async fn upgrade(state: &State, deny_private: bool, mut req: Request<Incoming>, uri: Uri, host: &str, (guard, downstream): (super::drain::Guard, Downstream)) -> Result<Response<ProxyBody>, ProxyError> {
     let protocol = req.headers().get(header::UPGRADE).cloned().ok_or_else(|| ProxyError::BadRequest { reason: "Upgrade header missing".into() })?;
     let switched_client = hyper::upgrade::on(&mut req);
     let via = state.config.upstream.send_via.then_some(&state.via);
     let mut req = prepare(req, uri, via)?;
     req.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
     req.headers_mut().insert(header::UPGRADE, protocol);
-    let mut resp = send(&state.client, req, host, &state.config.upstream).await?;
+    let mut resp = send(&state.clients, deny_private, req, host, &state.config.upstream).await?;
     let switched = resp.status() == StatusCode::SWITCHING_PROTOCOLS;
     let upstream = switched.then(|| hyper::upgrade::on(&mut resp));
     let (mut parts, body) = resp.into_parts();

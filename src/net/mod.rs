@@ -71,8 +71,8 @@ pub use reload::{ProxyHandle, Reloaded};
 pub struct State {
     /// The running configuration.
     pub config: Arc<Config>,
-    /// The pooled upstream client.
-    pub client: forward::UpstreamClient,
+    /// The pooled upstream clients, one per destination policy.
+    pub clients: forward::Clients,
     /// This process's `Via` entry, unique per process so loops through it are recognised.
     pub via: HeaderValue,
     /// The addresses pith listens on, to recognise requests addressed to itself.
@@ -199,7 +199,11 @@ impl Proxy {
         for (index, socket) in self.sockets.into_iter().enumerate() {
             let state = self.live.current();
             if let Some(l) = state.listeners.get(index) {
-                tracing::info!(address = %l.address, profile = %l.profile.name, "listening");
+                let private = if l.deny_private { "refused" } else { "reachable" };
+                tracing::info!(address = %l.address, profile = %l.profile.name, private_destinations = %private, "listening");
+                if l.address.ip().is_unspecified() && l.allow.iter().all(|net| net.addr().to_canonical().is_loopback()) {
+                    tracing::warn!(address = %l.address, "this listener answers on every address of the machine, but its allow list admits loopback clients only: every other machine is refused. List the LAN's networks in `allow`, or listen on 127.0.0.1");
+                }
             }
             let acceptor = conn::Acceptor { socket, index, live: self.live.clone(), stop: stop_rx.clone() };
             loops.push(tokio::spawn(acceptor.run()));

@@ -177,9 +177,9 @@ impl State {
                 None => prev.and_then(|p| p.listeners.get(i).cloned()),
             })
             .collect();
-        let client = match prev {
-            Some(p) if p.config.upstream == config.upstream => p.client.clone(),
-            _ => forward::client(&config.upstream),
+        let clients = match prev {
+            Some(p) if p.config.upstream == config.upstream => p.clients.clone(),
+            _ => forward::Clients::new(&config.upstream),
         };
         // Parse the shipped ad lists now (about 0.2 s) rather than inside the first request.
         if config.profiles.values().any(|p| p.stage2.as_ref().is_some_and(|s| s.ads.is_none())) {
@@ -212,7 +212,7 @@ impl State {
             None => Arc::new(super::control::Control::open(&config.control)?),
         };
         let upgraded = prev.map_or_else(Default::default, |p| p.upgraded.clone());
-        Ok(State { config: Arc::new(config), client, via, own_addrs, cache, certs, listeners, rate, budget, control, upgraded })
+        Ok(State { config: Arc::new(config), clients, via, own_addrs, cache, certs, listeners, rate, budget, control, upgraded })
     }
 }
 

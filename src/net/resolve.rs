@@ -52,12 +52,14 @@ impl std::fmt::Display for DenyRule {
 pub struct DenyRules<'a> {
     listed: &'a [IpNet],
     private: bool,
+    allowed: &'a [IpNet],
 }
 
 impl<'a> DenyRules<'a> {
-    /// The rules `cfg` asks for.
-    pub fn new(cfg: &'a UpstreamConfig) -> DenyRules<'a> {
-        DenyRules { listed: &cfg.deny, private: cfg.deny_private }
+    /// The rules `cfg` asks for, for a listener that refuses private destinations when
+    /// `deny_private` ([`crate::config::ListenerConfig::deny_private`]).
+    pub fn new(cfg: &'a UpstreamConfig, deny_private: bool) -> DenyRules<'a> {
+        DenyRules { listed: &cfg.deny, private: deny_private, allowed: &cfg.allow_private }
     }
 
     /// True when no address is ever refused.
@@ -67,7 +69,8 @@ impl<'a> DenyRules<'a> {
 
     /// The rule refusing `ip`, if any. A listed network also refuses the IPv6 addresses that
     /// embed one of its IPv4 addresses (IPv4-mapped, NAT64, 6to4, Teredo): they lead there.
-    /// `deny_private` refuses every address that is not public unicast ([`addr::classify`]).
+    /// `deny_private` refuses every address that is not public unicast ([`addr::classify`]),
+    /// but those in `upstream.allow_private` (an IPv4-mapped address by its IPv4 one).
     pub fn denies(&self, ip: IpAddr) -> Option<DenyRule> {
         let embedded = match ip {
             IpAddr::V6(v6) => addr::embedded_v4(v6).map(|(_, addrs)| addrs).unwrap_or_default(),
@@ -79,7 +82,7 @@ impl<'a> DenyRules<'a> {
                 return Some(DenyRule::Listed(*net));
             }
         }
-        if !self.private {
+        if !self.private || self.allowed.iter().any(|n| n.contains(&ip) || n.contains(&ip.to_canonical())) {
             return None;
         }
         addr::classify(ip).map(DenyRule::Private)
@@ -157,13 +160,15 @@ pub fn check(host: &str, addrs: &[SocketAddr], rules: DenyRules<'_>) -> Result<(
 pub struct CheckedResolver {
     listed: Arc<[IpNet]>,
     private: bool,
+    allowed: Arc<[IpNet]>,
     budget: Duration,
 }
 
 impl CheckedResolver {
-    /// The resolver for `cfg`'s deny rules and connect budget.
-    pub fn new(cfg: &UpstreamConfig) -> CheckedResolver {
-        CheckedResolver { listed: cfg.deny.clone().into(), private: cfg.deny_private, budget: cfg.connect_timeout }
+    /// The resolver for `cfg`'s deny rules and connect budget, refusing private destinations
+    /// when `deny_private`.
+    pub fn new(cfg: &UpstreamConfig, deny_private: bool) -> CheckedResolver {
+        CheckedResolver { listed: cfg.deny.clone().into(), private: deny_private, allowed: cfg.allow_private.clone().into(), budget: cfg.connect_timeout }
     }
 }
 
@@ -180,7 +185,7 @@ impl tower_service::Service<Name> for CheckedResolver {
     fn call(&mut self, name: Name) -> Self::Future {
         let this = self.clone();
         Box::pin(async move {
-            let rules = DenyRules { listed: &this.listed, private: this.private };
+            let rules = DenyRules { listed: &this.listed, private: this.private, allowed: &this.allowed };
             match tokio::time::timeout(this.budget, resolve(name.as_str(), 0, rules)).await {
                 Ok(addrs) => addrs.map(Vec::into_iter),
                 Err(_) => Err(ResolveError::Timeout { host: name.as_str().to_string(), after: this.budget }),
@@ -195,7 +200,7 @@ mod tests {
 
     fn rules(listed: &[&str], private: bool) -> DenyRules<'static> {
         let listed: Vec<IpNet> = listed.iter().map(|n| n.parse().unwrap()).collect();
-        DenyRules { listed: Vec::leak(listed), private }
+        DenyRules { listed: Vec::leak(listed), private, allowed: &[] }
     }
 
     macro_rules! denies {
@@ -234,6 +239,17 @@ mod tests {
     denies!(listed_through_nat64, ["203.0.113.0/24"], private = false, "64:ff9b::203.0.113.9", Some("upstream.deny (203.0.113.0/24)"));
     denies!(listed_through_mapped, ["198.51.100.7/32"], private = false, "::ffff:198.51.100.7", Some("upstream.deny (198.51.100.7/32)"));
     denies!(listed_wins_over_private, ["10.0.0.0/16"], private = true, "10.0.0.5", Some("upstream.deny (10.0.0.0/16)"));
+    #[test]
+    fn allow_private_lets_its_networks_through_but_not_a_listed_one() {
+        let allowed: Vec<IpNet> = vec!["10.1.2.0/24".parse().unwrap()];
+        let rules = DenyRules { listed: &[], private: true, allowed: Vec::leak(allowed) };
+        assert_eq!(rules.denies("10.1.2.7".parse().unwrap()), None);
+        assert_eq!(rules.denies("::ffff:10.1.2.7".parse().unwrap()), None);
+        assert!(rules.denies("10.1.3.7".parse().unwrap()).is_some());
+        let listed = DenyRules { listed: Vec::leak(vec!["10.1.2.7/32".parse().unwrap()]), ..rules };
+        assert!(listed.denies("10.1.2.7".parse().unwrap()).is_some(), "upstream.deny wins");
+    }
+
     denies!(listed_outside, ["203.0.113.0/24"], private = false, "203.0.114.1", None);
 
     #[test]
@@ -263,10 +279,11 @@ mod tests {
         use tower_service::Service;
         let mut cfg = crate::config::Config::from_toml_str("[[listener]]\naddress = \"127.0.0.1:1\"\n", "t", None).unwrap().upstream;
         let name = Name::from_str("localhost").unwrap();
-        let addrs: Vec<SocketAddr> = CheckedResolver::new(&cfg).call(name.clone()).await.expect("no rules: resolved").collect();
+        let addrs: Vec<SocketAddr> = CheckedResolver::new(&cfg, false).call(name.clone()).await.expect("no rules: resolved").collect();
         assert!(!addrs.is_empty() && addrs.iter().all(|a| a.ip().is_loopback() && a.port() == 0), "{addrs:?}");
-        cfg.deny_private = true;
-        let err = CheckedResolver::new(&cfg).call(name).await.expect_err("loopback is private");
+        let err = CheckedResolver::new(&cfg, true).call(name.clone()).await.expect_err("loopback is private");
         assert!(matches!(err, ResolveError::Denied { ref host, .. } if host == "localhost"), "{err}");
+        cfg.allow_private = vec!["127.0.0.0/8".parse().unwrap(), "::1/128".parse().unwrap()];
+        assert!(CheckedResolver::new(&cfg, true).call(name).await.is_ok(), "upstream.allow_private lets loopback through");
     }
 }
