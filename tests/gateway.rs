@@ -357,3 +357,58 @@ async fn lynx_reads_an_https_article_through_the_gateway() {
     assert!(!text.lines().any(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()) && l.contains(". https://")), "a link leaves the gateway: {text}");
     assert_eq!(origin.count("/article"), 1);
 }
+
+/// A page whose links and sources carry script and `data:` URLs, spelt in several ways.
+const SCRIPTED_URLS: &str = "<!DOCTYPE html><html><head><meta charset=utf-8><title>t</title>\
+<meta http-equiv=refresh content=\"9; url=javascript:alert('refresh')\"></head><body><h1>Heading</h1>\
+<p>Some text of the page that stays, long enough to be the page's content.</p>\
+<p><img src=\"javascript:alert('img')\" alt=a><img src=\"data:image/gif;base64,R0lGODlhAQABAAAAACw=\" alt=b>\
+<a href=\"data:text/html,<script>alert('data')</script>\">data link</a> <a href=\"jav&#x09;ascript:alert('tab')\">tab link</a>\
+<a href=\"/ok?a=1&amp;b=2\">ok link</a> <a href=\"mailto:x@y.example\">mail</a></p></body></html>";
+
+/// On the gateway's pages and a legacy listener's (served from pith's own origin), no URL but
+/// http, https, mailto, tel and relative ones survives; on a proxied page in the declutter
+/// profile, `javascript:` URLs go everywhere, a `data:` image may stay.
+#[tokio::test]
+async fn pages_keep_no_script_or_data_urls_where_they_could_reach_pith() {
+    let origin = Origin::new().route("/s", |_| reply(&[("content-type", "text/html; charset=utf-8")], SCRIPTED_URLS)).run().await;
+    let url = origin.url("/s");
+    let unsafe_urls = |page: &str| ["javascript", "alert(", "data:text"].into_iter().filter(|bad| page.contains(bad)).collect::<Vec<_>>();
+
+    let gateway = Pith::start("").await;
+    let page = direct().get(gateway_url(&gateway, &url, "")).send().await.expect("served").text().await.expect("a body");
+    assert!(page.contains("ok link"), "{page}");
+    assert_eq!(unsafe_urls(&page), Vec::<&str>::new(), "gateway page:\n{page}");
+    assert!(!page.contains("data:image"), "a gateway page keeps no data: URL at all:\n{page}");
+    assert!(page.contains("mailto:x@y.example"), "{page}");
+
+    let legacy = Pith::start("legacy = true\n").await;
+    let page = legacy.client().get(&url).send().await.expect("served").text().await.expect("a body");
+    assert!(page.contains("ok link"), "{page}");
+    assert_eq!(unsafe_urls(&page), Vec::<&str>::new(), "legacy page:\n{page}");
+    assert!(!page.contains("data:image"), "{page}");
+
+    let proxied = Pith::start("").await;
+    let page = proxied.client().get(&url).send().await.expect("served").text().await.expect("a body");
+    assert!(page.contains("ok link"), "{page}");
+    assert!(!page.contains("javascript") && !page.contains("alert('img')"), "declutter:\n{page}");
+    assert!(page.contains("data:image/gif"), "a data: image may stay on the site's own origin:\n{page}");
+}
+
+/// The gateway keeps a link's parameters apart: `&amp;` in the page is `&` in the URL the
+/// origin gets.
+#[tokio::test]
+async fn gateway_links_with_several_parameters_reach_the_origin_whole() {
+    let origin = Origin::new()
+        .route("/s", |_| reply(&[("content-type", "text/html; charset=utf-8")], SCRIPTED_URLS))
+        .route("/ok", |r| reply(&[("content-type", "text/plain")], format!("query={}", r.uri.query().unwrap_or(""))))
+        .run()
+        .await;
+    let pith = Pith::start("").await;
+    let page = direct().get(gateway_url(&pith, &origin.url("/s"), "")).send().await.expect("served").text().await.expect("a body");
+    let href = page.split("<a href=\"").map(|rest| rest.split('"').next().unwrap_or("")).find(|h| h.contains("ok")).expect("the ok link");
+    let href = href.replace("&amp;", "&");
+    let resp = direct().get(format!("http://{}{href}", pith.addr)).send().await.expect("served");
+    assert_eq!(resp.text().await.expect("a body"), "query=a=1&b=2", "{href}");
+}
+

@@ -14,6 +14,14 @@
 //!   Each target is resolved against the page's base (its URL, or its `<base href>`, which is
 //!   then dropped). A GET form gets `action="/read"` and its target as a hidden `url` field,
 //!   because a browser replaces the query of a GET form's action with the form's fields.
+//! - **Character references**: an attribute's value is read as a browser reads it, its
+//!   character references decoded (`/more?x=1&amp;y=2` names `/more?x=1&y=2`), and the rewritten
+//!   URL is written back with `&` encoded; [`attribute_url`] and [`set_url`].
+//! - **Safe URLs on pith's own origin**: a gateway page and a legacy listener's page keep
+//!   only `http`, `https`, `mailto`, `tel` and relative URLs in every attribute that can carry
+//!   one ([`keep_safe_urls`]): such a page is served from the same origin as the control page
+//!   and its token, and the browsers these pages are for predate the CSP that would otherwise
+//!   stop a `javascript:` or `data:` URL.
 //! - **Downgraded links**: an absolute `https://` link, form action or image becomes
 //!   `http://`, so a device that speaks no current TLS stays on plain HTTP through pith, except
 //!   to the hosts of `intercept.never`, which are never fetched in its place.
@@ -71,6 +79,12 @@ impl Adapt {
         self.links == Links::Kept && self.charset == OutCharset::Utf8 && !self.legacy
     }
 
+    /// True when the page is served from pith's own origin (the gateway's `/read` pages) or
+    /// to the old browsers of a legacy listener: only safe URL schemes are kept on it.
+    pub fn is_own_origin(&self) -> bool {
+        matches!(self.links, Links::Gateway { .. }) || self.legacy
+    }
+
     /// What this pass is, for the cache key: two pages differ exactly when this does.
     pub fn tag(&self) -> String {
         let links = match &self.links {
@@ -121,10 +135,17 @@ impl Adapt {
         let links = &self.links;
         let routing = *links != Links::Kept;
         let mut settings = RewriteStrSettings::new().with_strict(false).with_enable_esi_tags(false);
+        if self.is_own_origin() {
+            // First, so that routing never sees a URL that is about to go.
+            settings = settings.append_element_content_handler(element!("*", |el| {
+                keep_safe_urls(el);
+                Ok(())
+            }));
+        }
         if routing {
             settings = settings
                 .append_element_content_handler(element!("base[href]", |el| {
-                    let href = el.get_attribute("href").unwrap_or_default();
+                    let href = attribute_url(el, "href").unwrap_or_default();
                     let resolved = base.borrow().as_ref().map_or_else(|| Url::parse(&href), |b| b.join(&href));
                     if let Ok(url) = resolved {
                         *base.borrow_mut() = Some(url);
@@ -230,18 +251,30 @@ fn encode_component(s: &str) -> String {
     url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
+/// The value of `el`'s attribute `attr` as the browser reads it: its character references
+/// decoded (lol_html hands over the value as written).
+pub(crate) fn attribute_url(el: &Element<'_, '_>, attr: &str) -> Option<String> {
+    el.get_attribute(attr).map(|raw| if raw.contains('&') { crate::html::stage1::decoded_chars(&raw).collect() } else { raw })
+}
+
+/// Sets `el`'s attribute `attr` to the URL `value`, written so that a browser reads `value`
+/// back: `&` encoded (lol_html encodes `"` itself, and leaves `&` as given).
+pub(crate) fn set_url(el: &mut Element<'_, '_>, attr: &str, value: &str) {
+    // The name is one of ours and valid; setting it cannot fail.
+    let _ = el.set_attribute(attr, &value.replace('&', "&amp;"));
+}
+
 fn set_routed(el: &mut Element<'_, '_>, attr: &str, links: &Links, base: Option<&Url>) {
-    let Some(value) = el.get_attribute(attr) else { return };
+    let Some(value) = attribute_url(el, attr) else { return };
     if let Some(routed) = links.route(base, &value) {
-        // The name is one of ours and valid; setting it cannot fail.
-        let _ = el.set_attribute(attr, &routed);
+        set_url(el, attr, &routed);
     }
 }
 
 /// A form's action through the links' route. A GET form on the gateway posts to `/read` with
 /// its target in a hidden field: its own fields then join the target's query there.
 fn route_form(el: &mut Element<'_, '_>, links: &Links, base: Option<&Url>) {
-    let action = el.get_attribute("action").unwrap_or_default();
+    let action = attribute_url(el, "action").unwrap_or_default();
     let get = el.get_attribute("method").is_none_or(|m| m.trim().eq_ignore_ascii_case("get"));
     match links {
         Links::Gateway { profile } if get => {
@@ -266,6 +299,56 @@ fn route_form(el: &mut Element<'_, '_>, links: &Links, base: Option<&Url>) {
 
 fn escape_attr(s: &str) -> String {
     s.replace('&', "&amp;").replace('"', "&quot;").replace('<', "&lt;")
+}
+
+/// Attributes whose value is a URL a browser may follow, load or run. `srcset` (several URLs)
+/// and `<meta http-equiv=refresh>` are handled on their own.
+const URL_ATTRIBUTES: &[&str] = &[
+    "href", "src", "action", "formaction", "poster", "data", "xlink:href", "background", "cite", "longdesc", "lowsrc", "dynsrc",
+    "codebase", "usemap", "ping", "manifest", "icon", "profile", "archive", "classid",
+];
+
+/// True when a URL (character references decoded) is relative or uses `http`, `https`,
+/// `mailto` or `tel`: the only URLs kept on a page served from pith's own origin.
+pub fn is_safe_url(url: &str) -> bool {
+    crate::html::stage1::scheme_of(url.chars()).is_none_or(|scheme| matches!(&*scheme, "http" | "https" | "mailto" | "tel"))
+}
+
+/// Drops every URL attribute of `el` whose URL is not [`is_safe_url`], and `srcset` (its
+/// candidates would each need checking and routing; `src` is what old devices read). A
+/// `<meta http-equiv=refresh>` to an unsafe URL goes whole.
+fn keep_safe_urls(el: &mut Element<'_, '_>) {
+    let unsafe_attrs: Vec<String> = el
+        .attributes()
+        .iter()
+        .map(|a| a.name())
+        .filter(|name| name == "srcset" || URL_ATTRIBUTES.contains(&name.as_str()) || name.ends_with(":href"))
+        .filter(|name| name == "srcset" || attribute_url(el, name).is_some_and(|v| !is_safe_url(&v)))
+        .collect();
+    for name in unsafe_attrs {
+        el.remove_attribute(&name);
+    }
+    if el.tag_name() == "meta" && el.get_attribute("http-equiv").is_some_and(|v| v.trim().eq_ignore_ascii_case("refresh")) {
+        let content = attribute_url(el, "content").unwrap_or_default();
+        if !is_safe_url(refresh_url(&content)) {
+            el.remove();
+        }
+    }
+}
+
+/// The URL of a refresh's `content` (`5; url=...`), as browsers read it: after the delay, an
+/// optional `url=`, optional quotes.
+fn refresh_url(content: &str) -> &str {
+    let after_delay = content.trim_start().trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+    let rest = after_delay.trim_start_matches(|c: char| c == ';' || c == ',' || c.is_ascii_whitespace());
+    let rest = match rest.get(..4) {
+        Some(key) if key.eq_ignore_ascii_case("url=") => &rest[4..],
+        _ => match rest.get(..3) {
+            Some(key) if key.eq_ignore_ascii_case("url") => rest[3..].trim_start().trim_start_matches('=').trim_start(),
+            _ => rest,
+        },
+    };
+    rest.trim_matches(|c| c == '\'' || c == '"')
 }
 
 /// `<meta charset>` and `<meta http-equiv=content-type>` say `charset`; a legacy page says it
@@ -417,6 +500,54 @@ mod tests {
         assert!(out.contains("src=\"/read?url=https%3A%2F%2Fcdn.example%2Fb%2Fi.png\"") && !out.contains("srcset"), "{out}");
         assert!(out.contains("<form action=\"/read\"><input type=\"hidden\" name=\"url\" value=\"https://cdn.example/search\">"), "{out}");
         assert!(out.contains("<form method=post action=\"/read?url=https%3A%2F%2Fcdn.example%2Fp\">"), "{out}");
+    }
+
+    /// A link's character references are decoded before it is rewritten, and its `&`s encoded
+    /// after: the origin gets the parameters the page named, not one called `amp;y`.
+    #[test]
+    fn links_are_read_and_written_with_their_character_references() {
+        let page = "<a href=\"/more?x=1&amp;y=2\">a</a><a href=\"/more?x=1&#38;y=2\">b</a><a href=\"/q?s=&quot;hi&quot;\">c</a>\
+                    <a href=\"/caf&eacute;?p=&#233;\">d</a><img src=\"/i?w=1&amp;h=2\"><form action=\"/s?a=1&amp;b=2\" method=post></form>\
+                    <form action=\"/f&amp;g\"></form>";
+        let out = html(&adapt(gateway(), OutCharset::Utf8, false), page);
+        let two = "/read?url=https%3A%2F%2Fnews.example%2Fmore%3Fx%3D1%26y%3D2";
+        assert_eq!(out.matches(&format!("href=\"{two}\"")).count(), 2, "{out}");
+        assert!(out.contains("href=\"/read?url=https%3A%2F%2Fnews.example%2Fq%3Fs%3D%2522hi%2522\""), "{out}");
+        assert!(out.contains("href=\"/read?url=https%3A%2F%2Fnews.example%2Fcaf%25C3%25A9%3Fp%3D%25C3%25A9\""), "{out}");
+        assert!(out.contains("src=\"/read?url=https%3A%2F%2Fnews.example%2Fi%3Fw%3D1%26h%3D2\""), "{out}");
+        assert!(out.contains("action=\"/read?url=https%3A%2F%2Fnews.example%2Fs%3Fa%3D1%26b%3D2\""), "{out}");
+        assert!(out.contains("name=\"url\" value=\"https://news.example/f&amp;g\""), "{out}");
+        let profiled = html(&adapt(Links::Gateway { profile: Some("reader".into()) }, OutCharset::Utf8, false), "<a href=\"/a?b=1&amp;c=2\">x</a>");
+        assert!(profiled.contains("href=\"/read?url=https%3A%2F%2Fnews.example%2Fa%3Fb%3D1%26c%3D2&amp;profile=reader\""), "{profiled}");
+        let down = html(&adapt(downgrade(), OutCharset::Utf8, false), "<a href=\"https://a.example/x?y=1&amp;z=&quot;2&quot;\">a</a><a href=\"https://a.example/caf&eacute;\">b</a>");
+        assert!(down.contains("href=\"http://a.example/x?y=1&amp;z=%222%22\""), "{down}");
+        assert!(down.contains("href=\"http://a.example/caf%C3%A9\""), "{down}");
+    }
+
+    /// On pages served from pith's own origin, every URL attribute keeps only http, https,
+    /// mailto, tel and relative URLs, however its scheme is spelt.
+    #[test]
+    fn own_origin_pages_keep_only_safe_urls() {
+        let page = "<html><head><meta http-equiv=refresh content=\"0; url=javascript:alert(1)\"><meta http-equiv=refresh content=\"5;URL='/next'\">\
+                    <base href=\"javascript:alert(2)\"></head><body>\
+                    <a href=\"data:text/html,<script>alert(3)</script>\">d</a><img src=\"javascript:alert(4)\"><img src=\"  JaVa&#x09;script&colon;x\">\
+                    <a href=\"mailto:a@b.example\">m</a><a href=\"tel:+1555\">t</a><a href=\"http://ok.example/\">h</a><a href=\"rel\">r</a>\
+                    <form action=\"vbscript:x\"><button formaction=\"javascript:y\">b</button></form><video poster=\"javascript:p\"></video>\
+                    <object data=\"data:text/html,x\"></object><iframe src=\"javascript:i\"></iframe><img srcset=\"javascript:s 1x\">\
+                    <svg><a xlink:href=\"javascript:x\"><text>s</text></a><a href=\"javascript:z\">z</a></svg></body></html>";
+        for a in [adapt(gateway(), OutCharset::Utf8, false), adapt(Links::Kept, OutCharset::Utf8, true)] {
+            let out = html(&a, page);
+            for bad in ["javascript", "data:", "vbscript", "JaVa", "srcset", "alert"] {
+                assert!(!out.contains(bad), "{bad} left on {a:?}:\n{out}");
+            }
+            assert!(out.contains("mailto:a@b.example") && out.contains("tel:+1555"), "{out}");
+            if !a.legacy {
+                assert!(out.contains("http-equiv=refresh content=\"5;URL='/next'\""), "a safe refresh stays: {out}");
+                assert!(out.contains("/read?url=http%3A%2F%2Fok.example%2F") && out.contains("/read?url=https%3A%2F%2Fnews.example%2Fa%2Frel"), "{out}");
+            }
+        }
+        // A proxied page served from the site's own origin keeps what it has here.
+        assert!(!adapt(downgrade(), OutCharset::Utf8, false).is_own_origin());
     }
 
     #[test]

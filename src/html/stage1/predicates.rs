@@ -9,9 +9,10 @@ use encoding_rs::{Encoding, UTF_8};
 use crate::dom::attribute_char_ref;
 use crate::html::charset;
 
-/// Where a URL runs when the link is followed, the form submitted or the frame loaded: the
-/// (element, attribute) pairs `strip-url` checks. (A `javascript:` image or stylesheet URL does
-/// nothing in a current browser.)
+/// Where a URL runs when the link is followed, the form submitted, the frame loaded, or (in
+/// the older browsers pith also serves, which ran a `javascript:` URL wherever one was loaded)
+/// the image, background or stylesheet fetched: the (element, attribute) pairs `strip-url`
+/// checks. A `data:` image is only an image, and `strip-url` names the schemes it removes.
 pub(super) const URL_TARGETS: &[(&str, &str)] = &[
     ("a", "href"),
     ("a", "xlink:href"),
@@ -19,18 +20,26 @@ pub(super) const URL_TARGETS: &[(&str, &str)] = &[
     ("form", "action"),
     ("button", "formaction"),
     ("input", "formaction"),
+    ("input", "src"),
     ("iframe", "src"),
     ("frame", "src"),
     ("embed", "src"),
     ("object", "data"),
     ("object", "codebase"),
     ("applet", "codebase"),
+    ("img", "src"),
+    ("video", "poster"),
+    ("body", "background"),
+    ("table", "background"),
+    ("td", "background"),
+    ("link", "href"),
+    ("base", "href"),
 ];
 
 /// Whether an attribute name is one of [`URL_TARGETS`]' attributes: a cheap test on the name
 /// before the (element, attribute) pairs are searched.
 pub(super) fn is_url_attribute(name: &str) -> bool {
-    matches!(name, "href" | "xlink:href" | "action" | "formaction" | "src" | "data" | "codebase")
+    matches!(name, "href" | "xlink:href" | "action" | "formaction" | "src" | "data" | "codebase" | "poster" | "background")
 }
 
 /// True when `attr` hides its element: `hidden` (except `hidden=until-found`, which find-in-page
@@ -107,7 +116,7 @@ pub(super) fn decoded_url_scheme(value: &str) -> Option<Scheme> {
 /// A URL scheme as [`url_scheme`] reads it: lowercase ASCII, at most 32 bytes (longer is no
 /// scheme). Kept on the stack: every absolute URL of a link has its scheme read.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Scheme {
+pub(crate) struct Scheme {
     bytes: [u8; 32],
     len: usize,
 }
@@ -131,7 +140,7 @@ impl std::ops::Deref for Scheme {
 }
 
 /// The scheme the characters of a URL attribute start with, read as [`url_scheme`] says.
-pub(super) fn scheme_of(chars: impl Iterator<Item = char>) -> Option<Scheme> {
+pub(crate) fn scheme_of(chars: impl Iterator<Item = char>) -> Option<Scheme> {
     let mut scheme = Scheme { bytes: [0; 32], len: 0 };
     for c in chars {
         match c {
@@ -154,7 +163,7 @@ pub(super) fn scheme_of(chars: impl Iterator<Item = char>) -> Option<Scheme> {
 /// The characters of a raw attribute value, its character references decoded as the tokenizer
 /// decodes them in an attribute ([`attribute_char_ref`]); read lazily, since a scheme is read
 /// from the first few characters alone.
-pub(super) fn decoded_chars(value: &str) -> impl Iterator<Item = char> + '_ {
+pub(crate) fn decoded_chars(value: &str) -> impl Iterator<Item = char> + '_ {
     let (mut rest, mut second) = (value, None);
     std::iter::from_fn(move || {
         if let Some(c) = second.take() {

@@ -149,17 +149,23 @@ pub(super) fn url_attributes(element: &LocalName) -> &'static [LocalName] {
     const AREA: &[LocalName] = &[local_name!("href")];
     const FORM: &[LocalName] = &[local_name!("action")];
     const BUTTON: &[LocalName] = &[local_name!("formaction")];
+    const INPUT: &[LocalName] = &[local_name!("formaction"), local_name!("src")];
     const FRAME: &[LocalName] = &[local_name!("src")];
     const OBJECT: &[LocalName] = &[local_name!("data"), local_name!("codebase")];
     const APPLET: &[LocalName] = &[local_name!("codebase")];
+    const VIDEO: &[LocalName] = &[local_name!("poster")];
+    const BACKGROUND: &[LocalName] = &[local_name!("background")];
     match *element {
         local_name!("a") => A,
-        local_name!("area") => AREA,
+        local_name!("area") | local_name!("link") | local_name!("base") => AREA,
         local_name!("form") => FORM,
-        local_name!("button") | local_name!("input") => BUTTON,
-        local_name!("iframe") | local_name!("frame") | local_name!("embed") => FRAME,
+        local_name!("button") => BUTTON,
+        local_name!("input") => INPUT,
+        local_name!("iframe") | local_name!("frame") | local_name!("embed") | local_name!("img") => FRAME,
         local_name!("object") => OBJECT,
         local_name!("applet") => APPLET,
+        local_name!("video") => VIDEO,
+        local_name!("body") | local_name!("table") | local_name!("td") => BACKGROUND,
         _ => &[],
     }
 }
