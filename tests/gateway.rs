@@ -412,3 +412,49 @@ async fn gateway_links_with_several_parameters_reach_the_origin_whole() {
     assert_eq!(resp.text().await.expect("a body"), "query=a=1&b=2", "{href}");
 }
 
+/// A gateway URL nested in itself and naming pith by a name it does not know as its own
+/// (`localhost.`), with `Via` off: the first request to come back to pith, on a connection
+/// pith opened, is refused as a loop; the origin is never reached through the loop.
+#[tokio::test]
+async fn a_gateway_loop_through_a_name_or_address_of_its_own_is_cut_with_via_off() {
+    let origin = http_origin().await;
+    let pith = Pith::start("[upstream]\nsend_via = false\n").await;
+    let mut url = format!("http://{}/dir/page", origin.addr);
+    for _ in 0..6 {
+        url = format!("http://localhost.:{}/read?url={}", pith.addr.port(), encoded(&url));
+    }
+    let resp = direct().get(gateway_url(&pith, &url, "")).send().await.expect("served");
+    assert_eq!(resp.status(), 508, "{}", resp.text().await.unwrap_or_default());
+    assert_eq!(origin.count("/dir/page"), 0);
+}
+
+/// A wildcard listener knows every address of the machine as its own: a gateway URL naming
+/// it by its LAN address is a loop at once, and a control-page POST whose Origin is that
+/// address is taken.
+#[tokio::test]
+async fn a_wildcard_listener_knows_the_machines_own_addresses() {
+    // The machine's address on its default route, if it has one (no packet is sent).
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").expect("a UDP socket");
+    let lan = socket.connect("192.0.2.1:9").ok().and_then(|()| socket.local_addr().ok()).map(|a| a.ip()).filter(|ip| !ip.is_loopback());
+    let Some(lan) = lan else {
+        eprintln!("this machine has no address off loopback: nothing to test");
+        return;
+    };
+    let pith = Pith::from_config("[[listener]]\naddress = \"0.0.0.0:0\"\nallow = [\"127.0.0.0/8\"]\n").await;
+    let port = pith.addr.port();
+    let at = std::net::SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), port);
+    let target = encoded(&format!("http://{lan}:{port}/read?url=http%3A%2F%2Fexample.org%2F"));
+    let resp = direct().get(format!("http://{at}/read?url={target}")).send().await.expect("served");
+    assert_eq!(resp.status(), 508);
+    let home = direct().get(format!("http://{at}/")).send().await.expect("served").text().await.expect("a body");
+    let token = home.split("name=\"token\" value=\"").nth(1).and_then(|r| r.split('"').next()).expect("the page's token").to_string();
+    let resp = direct()
+        .post(format!("http://{at}/choose"))
+        .header("origin", format!("http://{lan}:{port}"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("token={token}&profile=pass"))
+        .send()
+        .await
+        .expect("served");
+    assert!(resp.status().is_redirection() || resp.status().is_success(), "{}: {}", resp.status(), resp.text().await.unwrap_or_default());
+}

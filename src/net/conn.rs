@@ -325,6 +325,9 @@ impl Handler {
         if req.headers().len() > max_headers {
             return Err(ProxyError::TooManyHeaders { count: req.headers().len(), max: max_headers });
         }
+        if super::pooled::is_own_connection(self.client) {
+            return Err(ProxyError::Loop { target: record.url.clone() });
+        }
         let target = match &self.intercepted {
             Some(origin) => Some(inside_tunnel(origin, &req, record)?),
             None => {

@@ -97,18 +97,32 @@ pub struct State {
 
 impl State {
     /// True when `host:port` is this proxy: its name `pith`, or one of its listening
-    /// addresses (including loopback names for a wildcard listener).
+    /// addresses. A wildcard listener answers on every address of the machine: loopback, the
+    /// unspecified address, and any address this machine holds ([`is_local_address`]), asked
+    /// only when the port is one pith listens on. A name that leads back here another way is
+    /// caught when its request arrives ([`pooled::is_own_connection`]).
     pub fn is_self(&self, host: &str, port: u16) -> bool {
         if host.eq_ignore_ascii_case("pith") {
             return true;
         }
+        let host = host.strip_suffix('.').unwrap_or(host);
         let ip = if host.eq_ignore_ascii_case("localhost") { Some(std::net::Ipv4Addr::LOCALHOST.into()) } else { host.parse().ok() };
         let Some(ip) = ip else { return false };
         let ip: std::net::IpAddr = ip;
+        let ip = ip.to_canonical();
         self.own_addrs.iter().any(|a| {
-            a.port() == port && (a.ip() == ip || (a.ip().is_unspecified() && (ip.is_loopback() || ip.is_unspecified())))
+            a.port() == port && (a.ip() == ip || (a.ip().is_unspecified() && (ip.is_loopback() || ip.is_unspecified() || is_local_address(ip))))
         })
     }
+}
+
+/// True when `ip` is one of this machine's own addresses: binding a socket to it succeeds
+/// (the kernel refuses an address no interface holds). No packet is sent.
+pub fn is_local_address(ip: std::net::IpAddr) -> bool {
+    std::net::UdpSocket::bind(SocketAddr::new(ip, 0)).is_ok()
+}
+
+impl State {
 }
 
 /// Failures to start, or to put a reloaded configuration in force.

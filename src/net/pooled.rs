@@ -7,6 +7,11 @@
 //! To know whether a failed request went out on a pooled connection, the upstream connector
 //! stamps every connection with when it was opened ([`Stamping`]); the request captures the
 //! connection it was sent on, and one opened before the request was sent came from the pool.
+//!
+//! The connector also notes the local address of every connection it has open
+//! ([`is_own_connection`]): a request that arrives on one of them was sent by pith to itself,
+//! by whatever name or address led there, and is refused as a loop, whether or not pith sends
+//! `Via` (`upstream.send_via`).
 
 use bytes::Bytes;
 use http::{HeaderMap, Request, Response, Uri};
@@ -107,6 +112,45 @@ fn is_dead_connection(err: &LegacyError) -> bool {
     hyper_says || super::error::find::<std::io::Error>(err).is_some_and(|io| matches!(io.kind(), ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof))
 }
 
+/// The local addresses of the connections to origins pith has open: a client connection from
+/// one of them is pith itself.
+static OPEN: std::sync::LazyLock<std::sync::Mutex<std::collections::HashSet<std::net::SocketAddr>>> = std::sync::LazyLock::new(Default::default);
+
+/// True when `peer`, a client's address, is the local end of a connection pith opened to an
+/// origin: the request came from pith itself, round a loop.
+pub fn is_own_connection(peer: std::net::SocketAddr) -> bool {
+    OPEN.lock().is_ok_and(|open| open.contains(&canonical(peer)))
+}
+
+/// An address with an IPv4-mapped IPv6 address as its IPv4 one, as a dual-stack listener may
+/// report its peer.
+fn canonical(addr: std::net::SocketAddr) -> std::net::SocketAddr {
+    std::net::SocketAddr::new(addr.ip().to_canonical(), addr.port())
+}
+
+/// A local address noted in [`OPEN`] while its connection lives.
+struct Noted(Option<std::net::SocketAddr>);
+
+impl Noted {
+    fn of(connected: &Connected) -> Noted {
+        let mut extensions = http::Extensions::new();
+        connected.get_extras(&mut extensions);
+        let local = extensions.get::<hyper_util::client::legacy::connect::HttpInfo>().map(|info| canonical(info.local_addr()));
+        if let (Some(addr), Ok(mut open)) = (local, OPEN.lock()) {
+            open.insert(addr);
+        }
+        Noted(local)
+    }
+}
+
+impl Drop for Noted {
+    fn drop(&mut self) {
+        if let (Some(addr), Ok(mut open)) = (self.0, OPEN.lock()) {
+            open.remove(&addr);
+        }
+    }
+}
+
 /// When a connection to an origin was opened, carried in its [`Connected`] info.
 #[derive(Debug, Clone, Copy)]
 struct Opened(std::time::Instant);
@@ -118,6 +162,7 @@ pub struct Stamping<C>(pub C);
 impl<C> tower_service::Service<Uri> for Stamping<C>
 where
     C: tower_service::Service<Uri>,
+    C::Response: Connection,
     C::Future: Send + 'static,
 {
     type Response = Stamped<C::Response>;
@@ -130,7 +175,12 @@ where
 
     fn call(&mut self, uri: Uri) -> Self::Future {
         let connecting = self.0.call(uri);
-        Box::pin(async move { connecting.await.map(|io| Stamped { io, opened: Opened(std::time::Instant::now()) }) })
+        Box::pin(async move {
+            connecting.await.map(|io| {
+                let noted = Noted::of(&io.connected());
+                Stamped { io, opened: Opened(std::time::Instant::now()), _noted: noted }
+            })
+        })
     }
 }
 
@@ -138,6 +188,7 @@ where
 pub struct Stamped<T> {
     io: T,
     opened: Opened,
+    _noted: Noted,
 }
 
 impl<T: Connection> Connection for Stamped<T> {
