@@ -234,3 +234,16 @@ async fn a_thumbnail_is_asked_for_at_its_width_and_the_origin_never_sees_the_hin
     let (headers, _) = fetch(&pith, &origin.url("/img?size=large"), WEBP_ACCEPT).await;
     assert!(header(&headers, "x-pith").contains("to=640x400"), "{headers:?}");
 }
+
+/// A width hint of 0, or one that is not a width, is no hint: the image is still bounded by
+/// the profile's `image_max_width`, never served at its full size.
+#[tokio::test]
+async fn a_zero_or_malformed_width_hint_is_ignored() {
+    let origin = serving("image/jpeg", jpeg(&photo(1600, 1000), 90)).await;
+    let pith = gateway("").await;
+    for hint in ["pith-width=0", "pith-width=000", "pith-width=-1", "pith-width=99999999", "pith-width=1e3", "pith-width="] {
+        let (headers, body) = fetch(&pith, &origin.url(&format!("/img?{hint}")), JPEG_ACCEPT).await;
+        let got = image::load_from_memory(&body).expect("an image");
+        assert!(got.width() <= 640, "{hint}: {}x{} {headers:?}", got.width(), got.height());
+    }
+}

@@ -223,7 +223,8 @@ pub fn with_width(src: &str, width: u32) -> String {
 }
 
 /// The width hint a URL carries as its last query parameter, and the URL without it as the
-/// origin wrote it; `None` when it carries none (or a malformed one, which is left alone).
+/// origin wrote it; `None` when it carries none (or a malformed one or a width of 0, which are
+/// left alone: a hint can only make an image smaller, and 0 would read as no bound at all).
 pub fn without_width(url: &str) -> Option<(u32, String)> {
     let (address, fragment) = url.split_once('#').map_or((url, None), |(a, f)| (a, Some(f)));
     let at = address.rfind(WIDTH_PARAMETER)?;
@@ -232,7 +233,7 @@ pub fn without_width(url: &str) -> Option<(u32, String)> {
     if !matches!(separator, b'?' | b'&') || value.is_empty() || value.len() > 5 || !value.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    let width = value.parse().ok()?;
+    let width = value.parse().ok().filter(|&w: &u32| w > 0)?;
     // `a?pith-width=N` was `a`; `a?b&pith-width=N` was `a?b`.
     let mut out = address[..at - 1].to_string();
     if let Some(fragment) = fragment {
@@ -304,7 +305,7 @@ mod tests {
         }
         assert_eq!(with_width("a.jpg?x=1#f", 192), "a.jpg?x=1&pith-width=192#f");
         assert_eq!(with_width("a.jpg", 3), "a.jpg?pith-width=32", "never tinier than a thumbnail");
-        for plain in ["a.jpg", "a.jpg?xpith-width=9", "a.jpg?pith-width=", "a.jpg?pith-width=1x", "a.jpg?pith-width=9&b", "a?pith-width=1234567"] {
+        for plain in ["a.jpg", "a.jpg?xpith-width=9", "a.jpg?pith-width=", "a.jpg?pith-width=1x", "a.jpg?pith-width=9&b", "a?pith-width=1234567", "a.jpg?pith-width=0", "a.jpg?pith-width=00000", "a.jpg?pith-width=-5", "a.jpg?pith-width=%31"] {
             assert_eq!(without_width(plain), None, "{plain}");
         }
         assert_eq!(hinted_width(96, 800), Some(192));
