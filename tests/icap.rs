@@ -436,3 +436,25 @@ async fn a_short_body_waits_out_its_timeout_and_closes() {
     c.send(&[format!("RESPMOD icap://127.0.0.1/ ICAP/1.0\r\nEncapsulated: res-hdr=0, res-body={}\r\n\r\n{head}", head.len()).as_bytes(), b"100\r\nshort"].concat()).await;
     assert!(c.is_closed().await);
 }
+
+/// A head far over the limit (1 MB) is answered 400, and the answer reaches the client: the
+/// service reads and drops what the client still sends before it closes, instead of closing
+/// with unread bytes (which resets the connection and loses the answer).
+#[tokio::test]
+async fn an_oversized_head_gets_its_400_not_a_reset() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let pith = IcapPith::start("", "[limits]\nmax_header_bytes = 8192\n").await;
+    let stream = tokio::net::TcpStream::connect(pith.icap[0]).await.unwrap();
+    let (mut read, mut write) = stream.into_split();
+    let head = format!("OPTIONS icap://127.0.0.1/ ICAP/1.0\r\nX: {}\r\n\r\n", "a".repeat(1 << 20));
+    let writer = tokio::spawn(async move {
+        let _ = write.write_all(head.as_bytes()).await;
+        write
+    });
+    let mut answer = Vec::new();
+    let got = tokio::time::timeout(std::time::Duration::from_secs(20), read.read_to_end(&mut answer)).await.expect("answered in time");
+    let text = String::from_utf8_lossy(&answer);
+    assert!(got.is_ok(), "the connection ended cleanly, not by a reset: {got:?} after {text:?}");
+    assert!(text.starts_with("ICAP/1.0 400"), "{text:?}");
+    drop(writer.await);
+}

@@ -163,6 +163,12 @@ enum Piece {
     End { ieof: bool },
 }
 
+/// Longest a connection is kept open after a 400, reading what the client still sends.
+const LINGER_FOR: Duration = Duration::from_secs(2);
+
+/// Most bytes read and dropped after a 400 before the connection is closed regardless.
+const LINGER_BYTES: usize = 4 << 20;
+
 /// One ICAP client connection.
 struct Conn {
     stream: TcpStream,
@@ -263,8 +269,8 @@ impl Conn {
             Failure::Bad(e) => {
                 self.counters.malformed.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(client = %self.client, uri, error = %e, "malformed ICAP request: 400, connection closed");
-                if !self.answering {
-                    let _ = self.answer_status(400, "Bad Request", true).await;
+                if !self.answering && self.answer_status(400, "Bad Request", true).await.is_ok() {
+                    self.linger().await;
                 }
             }
             Failure::Timeout(what) => tracing::debug!(client = %self.client, uri, "ICAP client silent too long {what}; closed"),
@@ -276,6 +282,25 @@ impl Conn {
                 why,
                 "icap: a page whose head was sent could not be rewritten; its answer is cut short and the connection closed"
             ),
+        }
+    }
+
+    /// Closes after an answer given while the client may still be sending (an oversized head):
+    /// the sending side is shut, then what the client still sends is read and dropped, for at
+    /// most [`LINGER_FOR`] and [`LINGER_BYTES`]. Closing with unread bytes would make the
+    /// kernel reset the connection, and the client would lose the answer it was sent.
+    async fn linger(&mut self) {
+        if self.stream.shutdown().await.is_err() {
+            return;
+        }
+        let deadline = Instant::now() + LINGER_FOR;
+        let mut read = 0;
+        let mut sink = vec![0u8; 16 * 1024];
+        while read < LINGER_BYTES {
+            match tokio::time::timeout(deadline.saturating_duration_since(Instant::now()), self.stream.read(&mut sink)).await {
+                Ok(Ok(n)) if n > 0 => read += n,
+                _ => return,
+            }
         }
     }
 
