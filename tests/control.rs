@@ -134,6 +134,15 @@ async fn a_site_switch_covers_its_host_and_no_other() {
     assert_eq!(bad.status(), 400);
 }
 
+/// The bar's signed `/once` link on `page` (served for `url`) to `profile`, as a client
+/// follows it.
+fn bar_link(page: &str, url: &str, profile: &str) -> String {
+    let encoded: String = url::form_urlencoded::byte_serialize(url.as_bytes()).collect();
+    let start = format!("http://pith/once?profile={profile}&amp;url={encoded}&amp;sig=");
+    let at = page.find(&start).unwrap_or_else(|| panic!("no signed link to {profile} in:\n{page}"));
+    page[at..].split('"').next().expect("the link ends").replace("&amp;", "&")
+}
+
 #[tokio::test]
 async fn the_bar_serves_a_page_once_as_the_original() {
     let origin = cluttered_origin().await;
@@ -142,12 +151,11 @@ async fn the_bar_serves_a_page_once_as_the_original() {
     let url = origin.url("/page");
     let page = me.get(&url).send().await.unwrap().text().await.unwrap();
     assert_decluttered(&page);
-    let encoded: String = url::form_urlencoded::byte_serialize(url.as_bytes()).collect();
-    let link = format!("http://pith/once?profile=pass&amp;url={encoded}");
-    assert!(page.contains("<nav aria-label=\"pith\">") && page.contains(&link), "the bar links to the original:\n{page}");
+    let link = bar_link(&page, &url, "pass");
+    assert!(page.contains("<nav aria-label=\"pith\">"), "the bar links to the original:\n{page}");
     assert!(page.contains("profile=reader&amp;url="), "and to reading mode:\n{page}");
 
-    let resp = me.get(link.replace("&amp;", "&")).send().await.unwrap();
+    let resp = me.get(&link).send().await.unwrap();
     assert_eq!(resp.status(), 303);
     assert_eq!(resp.headers()["location"], url.as_str(), "back to the same URL");
     assert!(original(&me, &url).await, "served once as the original");
@@ -425,4 +433,96 @@ async fn choices_outlive_a_reload_and_a_new_state_file_waits_for_a_restart() {
     assert!(notes.iter().any(|n| n.contains("state.path")), "{notes:?}");
     assert!(original(&me, &url).await, "choices stay in the file in use");
     drop(stop);
+}
+
+/// `/once` is no open redirect and changes nothing on a plain GET: without the bar's signature
+/// (the same for every client) it only shows a page whose one button posts the choice with
+/// the client's token.
+#[tokio::test]
+async fn once_without_the_bars_signature_asks_and_records_nothing() {
+    let origin = cluttered_origin().await;
+    let pith = Pith::start("").await;
+    let (me, other) = (client_from(&pith, "127.0.0.1"), client_from(&pith, "127.0.0.2"));
+    let url = origin.url("/page");
+    let mine = bar_link(&me.get(&url).send().await.unwrap().text().await.unwrap(), &url, "pass");
+    let theirs = bar_link(&other.get(&url).send().await.unwrap().text().await.unwrap(), &url, "pass");
+    assert_eq!(mine, theirs, "the page is the same for every client of its profile");
+
+    let encoded: String = url::form_urlencoded::byte_serialize(url.as_bytes()).collect();
+    for query in ["profile=pass&url=http://evil.example/".to_string(), format!("profile=pass&url={encoded}"), format!("profile=pass&url={encoded}&sig=00112233445566778899aabbccddeeff")] {
+        let resp = me.get(format!("http://pith/once?{query}")).send().await.unwrap();
+        assert_eq!(resp.status(), 200, "{query}");
+        assert!(resp.headers().get("location").is_none(), "{query}: no redirect");
+        let body = resp.text().await.unwrap();
+        assert!(body.contains("<form method=\"post\" action=\"/once\">") && body.matches("<button").count() == 1, "{query}: {body}");
+    }
+    assert!(!original(&me, &url).await, "nothing was noted by those GETs");
+    // A signature is for its own URL and profile only.
+    let moved = mine.replace(&encoded, "http%3A%2F%2Fevil.example%2F");
+    let resp = me.get(&moved).send().await.unwrap();
+    assert_eq!((resp.status().as_u16(), resp.headers().get("location").is_none()), (200, true));
+
+    // The button: a POST with the token from pith's own page.
+    let (_, token) = control_page(&me).await;
+    let resp = post(&me, "/once", &[("token", &token), ("profile", "pass"), ("url", &url)], Some("http://pith")).await;
+    assert_eq!(resp.status(), 303);
+    assert_eq!(resp.headers()["location"], url.as_str());
+    assert!(original(&me, &url).await, "served once as the original");
+    let forged = post(&me, "/once", &[("token", "0"), ("profile", "pass"), ("url", "http://evil.example/")], Some("http://pith")).await;
+    assert_eq!(forged.status(), 403);
+}
+
+/// Under `auth`, one user's devices keep their one-shot choices apart: a `/once` made on one
+/// is not spent by the other's next request.
+#[tokio::test]
+async fn one_shot_choices_belong_to_the_device_under_auth() {
+    let origin = cluttered_origin().await;
+    let pith = Pith::start("auth = { user = \"reader\", password = \"s3cret\" }").await;
+    let device = |from: &str| {
+        let proxy = reqwest::Proxy::all(format!("http://{}", pith.addr)).unwrap().basic_auth("reader", "s3cret");
+        client_builder(proxy).local_address(from.parse::<IpAddr>().unwrap()).redirect(reqwest::redirect::Policy::none()).build().unwrap()
+    };
+    let (phone, laptop) = (device("127.0.0.1"), device("127.0.0.2"));
+    let url = origin.url("/page");
+    let link = bar_link(&phone.get(&url).send().await.unwrap().text().await.unwrap(), &url, "pass");
+    assert_eq!(phone.get(&link).send().await.unwrap().status(), 303);
+    assert!(!original(&laptop, &url).await, "the other device's request does not spend it");
+    assert!(original(&phone, &url).await, "the device that asked gets it");
+}
+
+/// Thousands of devices asking `/once` (from 127.0.x.y) fill no table that others need: a new
+/// client still saves its choice, a saved choice stays, and `/metrics` counts one-shots
+/// within their cap.
+#[tokio::test]
+async fn a_flood_of_one_shots_locks_no_one_out() {
+    let origin = cluttered_origin().await;
+    let pith = Pith::start("").await;
+    let saver = client_from(&pith, "127.0.0.1");
+    let (_, token) = control_page(&saver).await;
+    assert_eq!(post(&saver, "/choose", &[("token", &token), ("profile", "pass")], Some("http://pith")).await.status(), 303);
+    let url = origin.url("/page");
+    let other = client_from(&pith, "127.0.0.2");
+    let link = bar_link(&other.get(&url).send().await.unwrap().text().await.unwrap(), &url, "reader");
+    let path = link.trim_start_matches("http://pith");
+    let request = format!("GET http://pith{path} HTTP/1.1\r\nHost: pith\r\nConnection: close\r\n\r\n");
+    let flood = 4200u32;
+    for i in 0..flood {
+        let from = std::net::Ipv4Addr::new(127, 1 + (i >> 16) as u8, (i >> 8) as u8, i as u8);
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(std::net::SocketAddr::new(from.into(), 0)).unwrap();
+        let stream = socket.connect(pith.addr).await.unwrap();
+        let mut raw = tokio::io::BufReader::new(stream);
+        tokio::io::AsyncWriteExt::write_all(raw.get_mut(), request.as_bytes()).await.unwrap();
+        let resp = crate::common::raw::read_response(&mut raw, true).await;
+        assert_eq!(resp.status, 303, "device {from}");
+    }
+    let newcomer = client_from(&pith, "127.0.0.3");
+    let (_, token) = control_page(&newcomer).await;
+    assert_eq!(post(&newcomer, "/choose", &[("token", &token), ("profile", "pass")], Some("http://pith")).await.status(), 303, "a new client still saves");
+    assert!(original(&saver, &url).await && original(&saver, &url).await, "a saved choice is never evicted");
+    let metrics = saver.get("http://pith/metrics").send().await.unwrap().text().await.unwrap();
+    let value = |name: &str| metrics.lines().find_map(|l| l.strip_prefix(&format!("{name} "))).and_then(|v| v.parse::<u64>().ok()).unwrap_or_else(|| panic!("{name} in {metrics}"));
+    assert!(value("pith_once_devices") <= 4096, "{metrics}");
+    assert!(value("pith_once_evicted_total") >= u64::from(flood) - 4096, "{metrics}");
+    assert_eq!(value("pith_choices_clients"), 2, "{metrics}");
 }

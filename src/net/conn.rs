@@ -366,7 +366,7 @@ impl Handler {
         }
         // The client's own choice, when it made one ([`control::Control::profile_for`]).
         let who = || control::client_id(&self.listener, self.client.ip());
-        let chosen = self.state.control.profile_for(&self.state.config.control, who, &host, &record.url);
+        let chosen = self.state.control.profile_for(&self.state.config.control, who, self.client.ip(), &host, &record.url);
         if let Some(p) = &chosen {
             record.profile.clone_from(&p.name);
         }

@@ -136,7 +136,7 @@ pub async fn respond_outcome(state: &State, ex: &Exchange<'_>, resp: Response<In
     let origin_bytes = raw.iter().map(|b| b.len() as u64).sum();
     // The decoded page is all that rewriting needs.
     drop(raw);
-    let bar = super::control::bar(&state.config.control, ex.profile, ex.url);
+    let bar = super::control::bar(&state.control, &state.config.control, ex.profile, ex.url);
     let body = rewrite(state, ex, &mut parts.headers, decoded, bar).await?;
     hold.shrink_to(body.len() as u64);
     // The encoders leave up to half of the buffer unused; a kept page would keep it all.

@@ -2,8 +2,10 @@
 //! pith does for this client, and the client's own choices, which the next requests follow.
 //!
 //! - **Who**: a client is its proxy-auth user where its listener has `auth`, else its IP
-//!   address ([`client_id`]). One client never sees or changes another's choices: every page
-//!   and every change is for the client asking.
+//!   address, an IPv6 one by its /64 as the connection caps count it ([`client_id`]). One
+//!   client never sees or changes another's choices: every page and every change is for the
+//!   client asking. One-shot choices belong to the device (its address, grouped the same way)
+//!   even under `auth`: two devices of one user do not spend each other's.
 //! - **Choices** ([`Control`]): a profile among `control.profiles`, per-site switches ("this
 //!   host always as the original", "in reading mode"), and one-shot choices made from the bar
 //!   on served pages (`/once`). They are kept in the state file ([`crate::state`]) and read
@@ -13,10 +15,21 @@
 //!   under a secret kept in the state file) and, when the browser sends one, an `Origin` (or
 //!   `Referer`) that is pith itself: a page elsewhere cannot change a client's choices.
 //! - **The bar** ([`bar`]): a line atop each rewritten page with links to `/once`, which
-//!   redirects back to the same URL after noting that this client's next request for it is
-//!   served in the other profile. The page itself stays the same for everyone in its profile,
-//!   so it is cached per profile as any page; `/once` only redirects an admitted client to the
-//!   URL it named, and fetches nothing itself.
+//!   redirects back to the same URL after noting that this device's next request for it is
+//!   served in the other profile. Each link carries a signature over (URL, profile) made with
+//!   pith's secret, the same for every client, so the page stays the same for everyone in its
+//!   profile and is cached per profile as any page. `/once` without a valid signature records
+//!   nothing and redirects nowhere: it shows a page with one button, a form POST with the
+//!   client's token, so it is neither an open redirect nor a change made by a plain GET.
+//! - **Bounds** ([`Onces`], [`MAX_CLIENTS`]): saved choices (profile, site switches) are kept
+//!   for at most [`MAX_CLIENTS`] identities with at most [`MAX_SITES`] switches each, and are
+//!   never evicted by other clients' traffic: a new identity past the cap browses in its
+//!   listener's profile and is told why it cannot save. One-shot choices live apart, at most
+//!   [`MAX_ONCE`] per device and [`MAX_ONCE_DEVICES`] devices, keyed by a digest of the URL;
+//!   expired ones are swept by time, and past the cap the device whose one-shots are oldest
+//!   is evicted. Worst case in memory: about 10,000 × (200 switches of a 253-byte host) for
+//!   saved choices (≈ 600 MB only if every identity fills every switch; the file holds the
+//!   same), and 4096 × 8 × 64 B ≈ 2 MiB for one-shots, whatever the traffic.
 //! - **PAC** ([`pac`]), **metrics** ([`tally`]) and the operators' section (`/admin`).
 
 mod page;
@@ -26,7 +39,7 @@ pub mod tally;
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
@@ -46,8 +59,12 @@ use crate::state::{Snapshot, StateError, Store};
 pub const MAX_CLIENTS: usize = 10_000;
 /// Most per-site switches of one client.
 pub const MAX_SITES: usize = 200;
-/// Most one-shot choices of one client waiting to be used.
-const MAX_ONCE: usize = 8;
+/// Most one-shot choices of one device waiting to be used.
+pub const MAX_ONCE: usize = 8;
+/// Most devices with one-shot choices waiting at once.
+pub const MAX_ONCE_DEVICES: usize = 4096;
+/// How often expired one-shot choices are swept, at most.
+const SWEEP_EVERY: Duration = Duration::from_secs(30);
 /// How long a one-shot choice waits for its request.
 const ONCE_FOR: Duration = Duration::from_secs(120);
 /// The largest form body read.
@@ -62,8 +79,6 @@ struct Prefs {
     profile: Option<String>,
     /// Host → profile name.
     sites: BTreeMap<String, String>,
-    /// One-shot choices from the bar: (URL, profile, until).
-    once: Vec<(String, String, Instant)>,
 }
 
 impl Prefs {
@@ -77,8 +92,98 @@ impl Prefs {
     }
 
     fn is_empty(&self) -> bool {
-        self.profile.is_none() && self.sites.is_empty() && self.once.is_empty()
+        self.profile.is_none() && self.sites.is_empty()
     }
+}
+
+/// One one-shot choice: a digest of its URL, the profile, and until when it waits.
+#[derive(Debug, Clone)]
+struct Once {
+    url: [u8; 16],
+    profile: String,
+    until: Instant,
+}
+
+/// The one-shot choices of every device, bounded ([`MAX_ONCE`], [`MAX_ONCE_DEVICES`]) and
+/// swept by time.
+#[derive(Debug)]
+pub struct Onces {
+    devices: HashMap<IpAddr, Vec<Once>>,
+    swept: Instant,
+    /// Devices evicted to make room, since start.
+    evicted: u64,
+}
+
+impl Onces {
+    fn new() -> Onces {
+        Onces { devices: HashMap::new(), swept: Instant::now(), evicted: 0 }
+    }
+
+    /// Drops every expired one-shot, at most once per [`SWEEP_EVERY`] unless `force`.
+    fn sweep(&mut self, now: Instant, force: bool) {
+        if !force && now.duration_since(self.swept) < SWEEP_EVERY {
+            return;
+        }
+        self.swept = now;
+        self.devices.retain(|_, list| {
+            list.retain(|o| o.until > now);
+            !list.is_empty()
+        });
+    }
+
+    /// Notes that `device`'s next request for the URL of digest `url` is served in `profile`.
+    /// Past [`MAX_ONCE_DEVICES`], expired one-shots are swept, then the device whose newest
+    /// one-shot is oldest makes room.
+    fn insert(&mut self, device: IpAddr, url: [u8; 16], profile: &str, now: Instant) {
+        self.sweep(now, false);
+        if !self.devices.contains_key(&device) && self.devices.len() >= MAX_ONCE_DEVICES {
+            self.sweep(now, true);
+            if self.devices.len() >= MAX_ONCE_DEVICES {
+                let oldest = self.devices.iter().min_by_key(|(_, l)| l.iter().map(|o| o.until).max()).map(|(d, _)| *d);
+                if let Some(d) = oldest {
+                    self.devices.remove(&d);
+                    self.evicted += 1;
+                }
+            }
+        }
+        let list = self.devices.entry(device).or_default();
+        list.retain(|o| o.until > now && o.url != url);
+        if list.len() >= MAX_ONCE {
+            list.remove(0);
+        }
+        list.push(Once { url, profile: profile.to_string(), until: now + ONCE_FOR });
+    }
+
+    /// The profile of `device`'s one-shot choice for the URL of digest `url`, used up.
+    fn take(&mut self, device: IpAddr, url: [u8; 16], now: Instant) -> Option<String> {
+        self.sweep(now, false);
+        let list = self.devices.get_mut(&device)?;
+        list.retain(|o| o.until > now);
+        let taken = list.iter().position(|o| o.url == url).map(|i| list.remove(i).profile);
+        if list.is_empty() {
+            self.devices.remove(&device);
+        }
+        taken
+    }
+
+    /// One-shot choices waiting now (expired ones not yet swept included).
+    fn waiting(&self) -> usize {
+        self.devices.values().map(Vec::len).sum()
+    }
+}
+
+/// The digest a one-shot choice keeps of its URL: 16 bytes whatever the URL's length.
+fn url_digest(url: &str) -> [u8; 16] {
+    let d = ring::digest::digest(&ring::digest::SHA256, url.as_bytes());
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&d.as_ref()[..16]);
+    out
+}
+
+/// The device a request came from, as one-shot choices are kept: its address, an IPv6 one
+/// by its /64.
+pub fn device(ip: IpAddr) -> IpAddr {
+    super::rate::client_key(ip)
 }
 
 /// Every client's choices, the state file they are kept in, and the counts of what was served.
@@ -88,6 +193,10 @@ pub struct Control {
     prefs: RwLock<HashMap<String, Prefs>>,
     /// False while no client has any choice: the request path then skips the lookup.
     any: AtomicBool,
+    /// One-shot choices, per device.
+    onces: Mutex<Onces>,
+    /// True once a one-shot choice was made: until then the request path skips that lookup.
+    any_once: AtomicBool,
     /// Serialises changes, so the file and the memory agree on the order they were made in.
     writing: tokio::sync::Mutex<()>,
     key: ring::hmac::Key,
@@ -132,39 +241,52 @@ impl Control {
             store,
             any: AtomicBool::new(!prefs.is_empty()),
             prefs: RwLock::new(prefs),
+            onces: Mutex::new(Onces::new()),
+            any_once: AtomicBool::new(false),
             writing: tokio::sync::Mutex::new(()),
             key: ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &secret),
             tally: tally::Tally::default(),
         })
     }
 
-    /// The profile `who` (made only when someone has a choice) has chosen for `url` on `host`,
-    /// when it differs from its listener's: a one-shot choice for this URL (used up), else a
-    /// switch for the host, else its own profile. `None` costs one atomic load while nobody
-    /// has chosen anything, and a map lookup otherwise.
-    pub fn profile_for(&self, cfg: &ControlConfig, who: impl FnOnce() -> String, host: &str, url: &str) -> Option<Arc<Profile>> {
-        if !cfg.choices || !self.any.load(Ordering::Relaxed) {
+    /// The profile chosen for `url` on `host` when it differs from the listener's: `device`'s
+    /// one-shot choice for this URL (used up), else `who`'s (made only when someone has a
+    /// saved choice) switch for the host, else its own profile. `None` costs two atomic loads
+    /// while nobody has chosen anything, and a map lookup otherwise.
+    pub fn profile_for(&self, cfg: &ControlConfig, who: impl FnOnce() -> String, device: IpAddr, host: &str, url: &str) -> Option<Arc<Profile>> {
+        if !cfg.choices {
             return None;
         }
-        let who = who();
-        {
-            let prefs = self.prefs.read().unwrap_or_else(PoisonError::into_inner);
-            let p = prefs.get(&who)?;
-            if p.once.is_empty() {
-                return p.chosen(host).and_then(|n| cfg.offered(n)).cloned();
+        if self.any_once.load(Ordering::Relaxed) {
+            let once = self.onces.lock().unwrap_or_else(PoisonError::into_inner).take(self::device(device), url_digest(url), Instant::now());
+            if let Some(profile) = once.and_then(|n| cfg.offered(&n).cloned()) {
+                return Some(profile);
             }
         }
-        let mut prefs = self.prefs.write().unwrap_or_else(PoisonError::into_inner);
-        let p = prefs.get_mut(&who)?;
-        let now = Instant::now();
-        p.once.retain(|o| o.2 > now);
-        let once = p.once.iter().position(|o| o.0 == url).map(|i| p.once.remove(i).1);
-        let name = once.as_ref().or_else(|| p.chosen(host));
-        let chosen = name.and_then(|n| cfg.offered(n)).cloned();
-        if p.is_empty() {
-            prefs.remove(&who);
+        if !self.any.load(Ordering::Relaxed) {
+            return None;
         }
-        chosen
+        let prefs = self.prefs.read().unwrap_or_else(PoisonError::into_inner);
+        prefs.get(&who())?.chosen(host).and_then(|n| cfg.offered(n)).cloned()
+    }
+
+    /// The signature the bar's `/once` links carry for (`url`, `profile`): the same for every
+    /// client, made with pith's secret.
+    fn once_signature(&self, url: &str, profile: &str) -> String {
+        let tag = ring::hmac::sign(&self.key, format!("once\n{profile}\n{url}").as_bytes());
+        tag.as_ref()[..16].iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    fn once_signature_matches(&self, url: &str, profile: &str, sent: &str) -> bool {
+        let want = self.once_signature(url, profile);
+        want.len() == sent.len() && want.bytes().zip(sent.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+    }
+
+    /// Clients with saved choices, devices with one-shots, one-shots waiting, devices evicted.
+    pub fn counts(&self) -> (usize, usize, usize, u64) {
+        let saved = self.prefs.read().unwrap_or_else(PoisonError::into_inner).len();
+        let onces = self.onces.lock().unwrap_or_else(PoisonError::into_inner);
+        (saved, onces.devices.len(), onces.waiting(), onces.evicted)
     }
 
     /// `who`'s choices, for its page.
@@ -184,8 +306,11 @@ impl Control {
         change(&mut next)?;
         {
             let prefs = self.prefs.read().unwrap_or_else(PoisonError::into_inner);
-            if !prefs.contains_key(who) && prefs.len() >= MAX_CLIENTS {
-                return Err(Refused(StatusCode::SERVICE_UNAVAILABLE, format!("pith holds the choices of {MAX_CLIENTS} clients already; ask the operator")));
+            if !prefs.contains_key(who) && prefs.len() >= MAX_CLIENTS && !next.is_empty() {
+                return Err(Refused(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!("pith holds the saved choices of {MAX_CLIENTS} clients already, and never drops one client's to make room for another's: this device browses in its listener's profile. The bar's links still work; ask the operator to make room."),
+                ));
             }
         }
         let this = self.clone();
@@ -234,17 +359,15 @@ fn new_secret() -> Vec<u8> {
 }
 
 /// A client's id: `user:NAME` when its listener has `auth` (the request was admitted with
-/// those credentials), else `ip:ADDRESS` (an IPv4 client on an IPv6 socket as IPv4).
+/// those credentials), else `ip:ADDRESS` (an IPv4 client on an IPv6 socket as IPv4; an IPv6
+/// client by its /64, `ip:NETWORK/64`, as the connection caps count it).
 pub fn client_id(listener: &ListenerConfig, ip: IpAddr) -> String {
     match &listener.auth {
         Some(creds) => format!("user:{}", creds.user),
-        None => {
-            let ip = match ip {
-                IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-                v4 => v4,
-            };
-            format!("ip:{ip}")
-        }
+        None => match device(ip) {
+            v4 @ IpAddr::V4(_) => format!("ip:{v4}"),
+            v6 => format!("ip:{v6}/64"),
+        },
     }
 }
 
@@ -270,7 +393,11 @@ pub async fn serve(asked: Asked<'_>, req: Request<Incoming>, uri: &http::Uri) ->
         (Method::GET | Method::HEAD, "/") => page::home(state, asked.listener, &who, &state.control.prefs_of(&who), &state.control.token(&who)),
         (Method::GET | Method::HEAD, "/proxy.pac" | "/wpad.dat") => pac::serve(state, asked.listener, req.headers()),
         (Method::GET | Method::HEAD, "/metrics") => metrics(state).await,
-        (Method::GET | Method::HEAD, "/once") => once(state, &who, uri.query().unwrap_or("")),
+        (Method::GET | Method::HEAD, "/once") => once(state, asked.client, &who, uri.query().unwrap_or("")),
+        (Method::POST, "/once") => match check_post(state, &who, req).await {
+            Ok(form) => once_confirmed(state, asked.client, &form),
+            Err(Refused(status, why)) => own::page(status, "Not changed", &format!("<p>{}</p><p><a href=\"/\">Back to pith</a></p>", own::escape(&why))),
+        },
         (Method::POST, "/choose" | "/site") => {
             let refused = match check_post(state, &who, req).await {
                 Ok(form) if path == "/choose" => choose(state, &who, cfg, &form).await.err(),
@@ -285,7 +412,12 @@ pub async fn serve(asked: Asked<'_>, req: Request<Incoming>, uri: &http::Uri) ->
         (_, "/admin" | "/admin/purge") => admin(state, req, path).await,
         (_, "/" | "/proxy.pac" | "/wpad.dat" | "/once" | "/choose" | "/site") => {
             let mut resp = own::page(StatusCode::METHOD_NOT_ALLOWED, "405 Method Not Allowed", "<p>Use the forms on <a href=\"/\">pith's page</a>.</p>");
-            resp.headers_mut().insert(header::ALLOW, HeaderValue::from_static(if matches!(path, "/choose" | "/site") { "POST" } else { "GET, HEAD" }));
+            let allow = match path {
+                "/choose" | "/site" => "POST",
+                "/once" => "GET, HEAD, POST",
+                _ => "GET, HEAD",
+            };
+            resp.headers_mut().insert(header::ALLOW, HeaderValue::from_static(allow));
             resp
         }
         _ => own::serve_own(state, path).await,
@@ -311,6 +443,15 @@ async fn metrics(state: &State) -> Response<ProxyBody> {
     };
     let mut text = crate::cache::render_metrics(snapshot.as_ref());
     text.push_str(&state.control.tally.render());
+    let (saved, devices, waiting, evicted) = state.control.counts();
+    for (name, kind, help, value) in [
+        ("pith_choices_clients", "gauge", "Clients with saved choices (a profile or site switches); at most 10000.", saved as u64),
+        ("pith_once_devices", "gauge", "Devices with one-shot choices waiting; at most 4096.", devices as u64),
+        ("pith_once_waiting", "gauge", "One-shot choices waiting to be used.", waiting as u64),
+        ("pith_once_evicted_total", "counter", "Devices whose one-shot choices were dropped to make room for another's.", evicted),
+    ] {
+        text.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"));
+    }
     let mut resp = Response::new(bodies::full(text));
     let headers = resp.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
@@ -318,45 +459,81 @@ async fn metrics(state: &State) -> Response<ProxyBody> {
     resp
 }
 
-/// `/once?profile=P&url=U`: `who`'s next request for `U` is served in `P`; answered with a
-/// redirect to `U`.
-fn once(state: &State, who: &str, query: &str) -> Response<ProxyBody> {
-    let cfg = &state.config.control;
+/// A one-shot choice asked for: the profile offered and the URL, checked.
+struct OnceAsked {
+    profile: Arc<Profile>,
+    url: String,
+}
+
+/// The profile and URL of a `/once` query or form, checked: an offered profile, an absolute
+/// http(s) URL of at most [`MAX_URL`] bytes.
+fn once_asked(cfg: &ControlConfig, profile: Option<&str>, url: Option<&str>) -> Result<OnceAsked, Response<ProxyBody>> {
+    let bad = |why: &str| own::page(StatusCode::BAD_REQUEST, "400 Bad Request", &format!("<p>{}</p><p><a href=\"/\">pith</a></p>", own::escape(why)));
+    if !cfg.choices {
+        return Err(own::page(StatusCode::FORBIDDEN, "Choices are off", "<p>This proxy serves every page in its listener's profile.</p>"));
+    }
+    let Some(profile) = profile.and_then(|p| cfg.offered(p)) else { return Err(bad("No profile offered here by that name.")) };
+    let Some(url) = url.filter(|u| u.len() <= MAX_URL).and_then(|u| u.parse::<http::Uri>().ok()) else { return Err(bad("The url is missing, too long or not a URL.")) };
+    let web = matches!(url.scheme_str(), Some("http" | "https")) && url.host().is_some_and(|h| !h.is_empty());
+    if !web {
+        return Err(bad("Only http and https URLs can be served once in another profile."));
+    }
+    Ok(OnceAsked { profile: profile.clone(), url: url.to_string() })
+}
+
+/// `/once?profile=P&url=U&sig=S`: with the signature the bar's link carries, `client`'s device's
+/// next request for `U` is served in `P`, and the answer redirects to `U`. Without a valid
+/// one, nothing is noted: a page asks, with one button that posts the choice with the
+/// client's token ([`once_confirmed`]).
+fn once(state: &State, client: IpAddr, who: &str, query: &str) -> Response<ProxyBody> {
     let mut profile = None;
     let mut url = None;
+    let mut sig = None;
     for (k, v) in url::form_urlencoded::parse(query.as_bytes()) {
         match &*k {
             "profile" => profile = Some(v.into_owned()),
             "url" => url = Some(v.into_owned()),
+            "sig" => sig = Some(v.into_owned()),
             _ => {}
         }
     }
-    let bad = |why: &str| own::page(StatusCode::BAD_REQUEST, "400 Bad Request", &format!("<p>{}</p><p><a href=\"/\">pith</a></p>", own::escape(why)));
-    if !cfg.choices {
-        return own::page(StatusCode::FORBIDDEN, "Choices are off", "<p>This proxy serves every page in its listener's profile.</p>");
+    let asked = match once_asked(&state.config.control, profile.as_deref(), url.as_deref()) {
+        Ok(asked) => asked,
+        Err(resp) => return resp,
+    };
+    // Signed over the URL as the bar wrote it (the one the page was served for).
+    let given = url.as_deref().unwrap_or_default();
+    if sig.is_some_and(|s| state.control.once_signature_matches(given, &asked.profile.name, &s)) {
+        return note_once(state, client, &asked);
     }
-    let Some(profile) = profile.as_deref().and_then(|p| cfg.offered(p)) else { return bad("No profile offered here by that name.") };
-    let Some(url) = url.filter(|u| u.len() <= MAX_URL).and_then(|u| u.parse::<http::Uri>().ok()) else { return bad("The url is missing, too long or not a URL.") };
-    let web = matches!(url.scheme_str(), Some("http" | "https")) && url.host().is_some_and(|h| !h.is_empty());
-    if !web {
-        return bad("Only http and https URLs can be served once in another profile.");
+    let body = format!(
+        "<p>Serve <a href=\"{url}\">{shown}</a> once in the <b>{profile}</b> profile?</p>\
+         <form method=\"post\" action=\"/once\"><input type=\"hidden\" name=\"token\" value=\"{token}\">\
+         <input type=\"hidden\" name=\"profile\" value=\"{profile}\"><input type=\"hidden\" name=\"url\" value=\"{url}\">\
+         <button type=\"submit\">Serve it once</button></form><p><a href=\"/\">pith</a></p>",
+        url = own::escape(&asked.url),
+        shown = own::escape(&asked.url),
+        profile = own::escape(&asked.profile.name),
+        token = state.control.token(who),
+    );
+    own::page(StatusCode::OK, "Serve this page once?", &body)
+}
+
+/// `POST /once`, its token and origin checked: the one-shot choice noted, then a redirect.
+fn once_confirmed(state: &State, client: IpAddr, form: &HashMap<String, String>) -> Response<ProxyBody> {
+    match once_asked(&state.config.control, form.get("profile").map(String::as_str), form.get("url").map(String::as_str)) {
+        Ok(asked) => note_once(state, client, &asked),
+        Err(resp) => resp,
     }
-    let target = url.to_string();
-    {
-        let mut prefs = state.control.prefs.write().unwrap_or_else(PoisonError::into_inner);
-        if !prefs.contains_key(who) && prefs.len() >= MAX_CLIENTS {
-            return own::page(StatusCode::SERVICE_UNAVAILABLE, "503 Service Unavailable", "<p>pith holds too many choices now; try again later.</p>");
-        }
-        let p = prefs.entry(who.to_string()).or_default();
-        let now = Instant::now();
-        p.once.retain(|o| o.2 > now && o.0 != target);
-        if p.once.len() >= MAX_ONCE {
-            p.once.remove(0);
-        }
-        p.once.push((target.clone(), profile.name.clone(), now + ONCE_FOR));
-        state.control.any.store(true, Ordering::Relaxed);
-    }
-    see_other(&target)
+}
+
+/// Notes a one-shot choice for `client`'s device and redirects to its URL.
+fn note_once(state: &State, client: IpAddr, asked: &OnceAsked) -> Response<ProxyBody> {
+    let mut onces = state.control.onces.lock().unwrap_or_else(PoisonError::into_inner);
+    onces.insert(device(client), url_digest(&asked.url), &asked.profile.name, Instant::now());
+    state.control.any_once.store(true, Ordering::Relaxed);
+    drop(onces);
+    see_other(&asked.url)
 }
 
 /// The form of a POST that passed the checks: an allowed origin, a form body, `who`'s token.
@@ -450,7 +627,7 @@ async fn switch(state: &State, who: &str, cfg: &ControlConfig, form: &HashMap<St
 /// the original and in reading mode (or de-cluttered, on a reading page), and one to the
 /// control page; on a page fetched over HTTPS for a plain-HTTP client, a word that the hop to
 /// pith is unencrypted. `None` when the profile has no bar or choices are off.
-pub fn bar(cfg: &ControlConfig, profile: &Profile, url: &str) -> Option<String> {
+pub fn bar(control: &Control, cfg: &ControlConfig, profile: &Profile, url: &str) -> Option<String> {
     if !cfg.choices || !profile.bar || profile.is_pass() || url.len() > MAX_URL {
         return None;
     }
@@ -469,7 +646,8 @@ pub fn bar(cfg: &ControlConfig, profile: &Profile, url: &str) -> Option<String> 
     // No style of its own: the page's (or pith's reading stylesheet) sets it as the text below.
     let mut html = String::from("<nav aria-label=\"pith\">pith: ");
     for (name, label) in links {
-        html.push_str(&format!("<a href=\"http://pith/once?profile={}&amp;url={encoded}\">{label}</a> · ", own::escape(&name)));
+        let sig = control.once_signature(url, &name);
+        html.push_str(&format!("<a href=\"http://pith/once?profile={}&amp;url={encoded}&amp;sig={sig}\">{label}</a> · ", own::escape(&name)));
     }
     html.push_str("<a href=\"http://pith/\">settings</a>");
     // A plain-HTTP client of a listener that fetches HTTPS for it: the page came over TLS, but
@@ -576,5 +754,38 @@ mod tests {
         let l = crate::config::Config::from_toml_str("", "t", None).unwrap().listeners[0].clone();
         assert_eq!(client_id(&l, "127.0.0.2".parse().unwrap()), "ip:127.0.0.2");
         assert_eq!(client_id(&l, "::ffff:127.0.0.2".parse().unwrap()), "ip:127.0.0.2");
+        assert_eq!(client_id(&l, "2001:db8:1:2:aaaa::1".parse().unwrap()), "ip:2001:db8:1:2::/64", "grouped as the connection caps are");
+        assert_eq!(client_id(&l, "2001:db8:1:2:bbbb::9".parse().unwrap()), "ip:2001:db8:1:2::/64");
+    }
+
+    /// Expired one-shots are reclaimed by time, whoever comes back; past the cap of devices
+    /// the oldest go; a device's own cap holds.
+    #[test]
+    fn one_shots_are_bounded_and_swept_by_time() {
+        let mut onces = Onces::new();
+        let t0 = Instant::now();
+        let dev = |i: u32| IpAddr::V4(std::net::Ipv4Addr::from(0x0a00_0000 + i));
+        for i in 0..100 {
+            onces.insert(dev(i), url_digest("http://a.example/"), "pass", t0);
+        }
+        assert_eq!(onces.devices.len(), 100);
+        // Past their window, a sweep on the next use reclaims them.
+        onces.insert(dev(1000), url_digest("http://b.example/"), "pass", t0 + ONCE_FOR + SWEEP_EVERY);
+        assert_eq!(onces.devices.len(), 1, "expired one-shots swept by time");
+        // The cap of devices: the oldest make room, counted.
+        let t1 = t0 + ONCE_FOR * 3;
+        for i in 0..(MAX_ONCE_DEVICES as u32 + 10) {
+            onces.insert(dev(i), url_digest("http://c.example/"), "pass", t1 + Duration::from_millis(u64::from(i)));
+        }
+        assert_eq!(onces.devices.len(), MAX_ONCE_DEVICES);
+        assert!(onces.evicted >= 10);
+        assert!(!onces.devices.contains_key(&dev(0)), "the oldest went");
+        // One device's cap.
+        for i in 0..20 {
+            onces.insert(dev(7), url_digest(&format!("http://d.example/{i}")), "pass", t1);
+        }
+        assert_eq!(onces.devices[&dev(7)].len(), MAX_ONCE);
+        assert_eq!(onces.take(dev(7), url_digest("http://d.example/19"), t1).as_deref(), Some("pass"));
+        assert_eq!(onces.take(dev(7), url_digest("http://d.example/19"), t1), None, "used up");
     }
 }
