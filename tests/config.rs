@@ -74,6 +74,40 @@ fn a_file_without_a_listener_serves_on_the_documented_address_or_listen() {
     assert!(served.addrs[0].ip().is_loopback() && served.addrs[0].port() != 0, "{:?}", served.addrs);
 }
 
+/// Plain `pith` is `pith serve`, options included: `pith --listen ADDR` serves there.
+#[test]
+fn pith_without_a_command_takes_serves_options() {
+    let (_dir, path) = config_file("[log]\nlevel = \"info\"\n");
+    let served = Served::command(&["--config".as_ref(), path.as_os_str(), "--listen".as_ref(), "127.0.0.1:0".as_ref()], &[]);
+    assert_eq!(served.addrs.len(), 1);
+    assert!(served.addrs[0].ip().is_loopback() && served.addrs[0].port() != 0, "{:?}", served.addrs);
+    let help = crate::common::binary::run(&["--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("--listen") && help.contains("pith --listen ADDR"), "{help}");
+    let both = crate::common::binary::run(&["--listen", "127.0.0.1:0", "check-config", "x.toml"]);
+    assert_eq!(both.status.code(), Some(2), "serve's options before another command are a usage error");
+}
+
+/// A cause is printed once: "cannot listen on …: Address already in use (os error 98)", not
+/// the cause again after it.
+#[test]
+fn a_bind_failure_names_its_cause_once() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let (_dir, path) = config_file(&format!("[[listener]]\naddress = \"{}\"\n", taken.local_addr().unwrap()));
+    let out = crate::common::binary::run(&["serve", "--config", path.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("cannot listen on"), "{stderr}");
+    assert_eq!(stderr.matches("already in use").count(), 1, "the cause once:\n{stderr}");
+}
+
+/// `[listener]` where `[[listener]]` is meant: the error names the header's line and says to
+/// write two brackets, from both commands.
+#[test]
+fn a_single_bracket_listener_is_refused_with_a_hint() {
+    assert_refused("[log]\nlevel = \"info\"\n[listener]\naddress = \"127.0.0.1:0\"\n", &[], &["proxy.toml:3:1:", "key `listener`", "write `[[listener]]`"]);
+}
+
 /// Values `check-config` passed while `serve` could not run with them (a panic with exit 101,
 /// every request timing out, a second bind failing, a rule folder silently ignored): both now
 /// refuse them, naming file, line and key.
