@@ -38,8 +38,9 @@ fi
 # so in one line below. CI has them: under CI=true a missing set, or any test skipped, fails.
 shared="${PITH_SHARED:-../shared}"
 target="${CARGO_TARGET_DIR:-target}"
+case "$target" in /*) ;; *) target="$PWD/$target" ;; esac
 mkdir -p "$target"
-export PITH_SKIP_LOG="$PWD/$target/skipped-tests.txt"
+export PITH_SKIP_LOG="$target/skipped-tests.txt"
 rm -f "$PITH_SKIP_LOG"
 have_sets=1
 [ -d "$shared/bench/scrapinghub" ] && [ -d "$shared/bench/readability" ] || have_sets=0
