@@ -363,6 +363,9 @@ impl Config {
     /// [`Config::load_listening`].
     pub fn from_toml_str_listening(text: &str, origin: &str, base: Option<&Path>, listen: Option<SocketAddr>) -> Result<Config, ConfigError> {
         let raw: RawConfig = toml::from_str(text).map_err(|e| {
+            if let Some(err) = single_bracket_array(text, origin, e.message()) {
+                return err;
+            }
             let span = e.span().unwrap_or(0..0);
             invalid(text, origin, span, None, e.message().to_string())
         })?;
@@ -792,6 +795,30 @@ fn invalid(text: &str, origin: &str, span: std::ops::Range<usize>, key: Option<&
     ConfigError::Invalid { origin: origin.to_string(), line, column, key, message: message.trim().to_string() }
 }
 
+/// The keys of `proxy.toml` that are arrays of tables, written `[[name]]`.
+const ARRAY_TABLES: [&str; 2] = ["listener", "icap"];
+
+/// The error for `[listener]` (or `[icap]`) written where `[[listener]]` is meant: serde's own
+/// words ("invalid type: map, expected a sequence") say nothing of the brackets, so the error
+/// names the header's line and says what to write. `None` for any other parse error.
+fn single_bracket_array(text: &str, origin: &str, message: &str) -> Option<ConfigError> {
+    if !message.contains("expected a sequence") {
+        return None;
+    }
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let header = line.split('#').next().unwrap_or("").trim();
+        let name = header.strip_prefix('[').and_then(|h| h.strip_suffix(']')).map(str::trim);
+        if let Some(name) = name.filter(|n| !header.starts_with("[[") && ARRAY_TABLES.contains(n)) {
+            let column = line.len() - line.trim_start().len();
+            let message = format!("{message}; `[{name}]` opens one table, but {name} is a list of tables: write `[[{name}]]` (two brackets each side), once per {name}");
+            return Some(invalid(text, origin, offset + column..offset + column, Some(name), message));
+        }
+        offset += line.len();
+    }
+    None
+}
+
 /// 1-based line and column of a byte offset.
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..floor_char_boundary(text, offset)];
@@ -1071,6 +1098,13 @@ mod tests {
     }
 
     rejected!(fallback_lang_not_a_tag, "[profiles.x]\nrules = \"declutter\"\nfallback_lang = \"english please\"\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:3:", "fallback_lang");
+    rejected!(
+        single_bracket_listener_gets_a_hint,
+        "[log]\nlevel = \"info\"\n\n[listener]\naddress = \"127.0.0.1:1\"\n",
+        "test.toml:4:1: key `listener`",
+        "write `[[listener]]`"
+    );
+    rejected!(single_bracket_icap_gets_a_hint, "  [icap] # Squid\naddress = \"127.0.0.1:1\"\n", "test.toml:1:3: key `icap`", "write `[[icap]]`");
     rejected!(retain_links_not_bool, "[profiles.x]\nrules = \"declutter\"\nretain_links = \"yes\"\n[[listener]]\naddress = \"127.0.0.1:1\"\n", "test.toml:3:", "retain_links");
 
     #[test]

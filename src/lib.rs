@@ -56,3 +56,5 @@ pub mod pipeline;
 pub mod render;
 pub mod state;
 pub mod tls;
+#[cfg(test)]
+pub(crate) mod testdata;

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use pith::config::Config;
 use pith::pipeline::{self, Output};
 
@@ -19,7 +19,7 @@ const EX_USAGE: u8 = 64;
 
 /// jemalloc, because it gives memory back once a burst is over: after 1,000 clients at once,
 /// the system allocator kept 1 GB, mimalloc 360-470 MB, jemalloc with these options 46-52 MB
-/// (README, "Memory"). The binary only: the library leaves the choice to its user.
+/// (docs/benchmarks.md, "Memory"). The binary only: the library leaves the choice to its user.
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
@@ -33,11 +33,23 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 static MALLOC_CONF: &[u8; 59] = b"background_thread:true,dirty_decay_ms:250,muzzy_decay_ms:0\0";
 
 /// pith: a forward HTTP(S) proxy that serves the pith of every page.
+///
+/// Without a command, pith runs the proxy: `pith --listen ADDR` is `pith serve --listen ADDR`.
 #[derive(Parser)]
-#[command(version, about, long_about = None)]
+#[command(
+    name = "pith",
+    version,
+    about,
+    long_about = None,
+    args_conflicts_with_subcommands = true,
+    after_help = "Without a command, pith runs the proxy: `pith --listen ADDR` is `pith serve --listen ADDR`."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    /// `serve`'s options, for `pith` without a command.
+    #[command(flatten)]
+    serve: ServeArgs,
 }
 
 #[derive(Subcommand)]
@@ -53,6 +65,13 @@ enum Command {
         /// The file to check.
         file: PathBuf,
     },
+    /// Print a shell completion script (e.g. `pith completions bash > /etc/bash_completion.d/pith`).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff) to standard output (`pith man | man -l -`).
+    Man,
 }
 
 #[derive(clap::Args, Default)]
@@ -133,16 +152,21 @@ enum Format {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command.unwrap_or(Command::Serve(ServeArgs::default())) {
+    let result = match cli.command.unwrap_or(Command::Serve(cli.serve)) {
         Command::Serve(args) => serve(args),
         Command::Extract(args) => extract(args),
         Command::Ca(args) => ca(args),
         Command::CheckConfig { file } => check_config(&file),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "pith", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man => clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()).context("cannot write to standard output").map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("pith: {e:#}");
+            eprintln!("pith: {}", causes(e.chain(), ": "));
             ExitCode::FAILURE
         }
     }
@@ -163,13 +187,7 @@ fn load_listening(path: Option<&Path>, listen: Option<std::net::SocketAddr>) -> 
 
 /// Prints a config error with its whole cause chain, and returns EX_USAGE.
 fn config_failure(err: &pith::config::ConfigError) -> ExitCode {
-    let mut msg = err.to_string();
-    let mut source = std::error::Error::source(err);
-    while let Some(s) = source {
-        msg.push_str(&format!("\n  {s}"));
-        source = s.source();
-    }
-    eprintln!("pith: invalid config: {msg}");
+    eprintln!("pith: invalid config: {}", causes(std::iter::successors(Some(err as &dyn std::error::Error), |e| e.source()), "\n  "));
     ExitCode::from(EX_USAGE)
 }
 
@@ -311,12 +329,23 @@ fn reload(handle: &pith::net::ProxyHandle, source: &Source) {
 }
 
 /// An error and its causes on one line.
-fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut msg = err.to_string();
-    let mut source = err.source();
-    while let Some(s) = source {
-        msg.push_str(&format!(": {s}"));
-        source = s.source();
+fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    causes(std::iter::successors(Some(err), |e| e.source()), ": ")
+}
+
+/// An error's chain, outermost first, joined by `sep`, each cause once: many errors already
+/// end their own message with their cause's ("cannot listen on …: Address already in use"),
+/// and a cause whose words are already written is not written again.
+fn causes<'a>(chain: impl Iterator<Item = &'a (dyn std::error::Error + 'static)>, sep: &str) -> String {
+    let mut msg = String::new();
+    for e in chain {
+        let text = e.to_string();
+        if msg.is_empty() {
+            msg = text;
+        } else if !msg.contains(&text) {
+            msg.push_str(sep);
+            msg.push_str(&text);
+        }
     }
     msg
 }
@@ -380,6 +409,12 @@ fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
         eprintln!("pith: --charset: unknown encoding {:?} ({ct})", args.charset.unwrap_or_default());
         return Ok(ExitCode::from(EX_USAGE));
     }
+    if let Some(url) = &args.url {
+        if let Err(why) = absolute_url(url) {
+            eprintln!("pith: --url: {url:?} {why}");
+            return Ok(ExitCode::from(EX_USAGE));
+        }
+    }
     let input = Input { content_type: content_type.as_deref(), url: args.url.as_deref() };
     if let Some(dir) = &args.out_dir {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -424,6 +459,16 @@ fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
         }
     );
     Ok(if tally.failures == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// Why `url` cannot be `extract --url`'s page address, if it cannot: the proxy only ever sees
+/// absolute `http` and `https` addresses, and links resolve against nothing else.
+fn absolute_url(url: &str) -> Result<(), String> {
+    match url::Url::parse(url) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => Ok(()),
+        Ok(u) => Err(format!("is not a web page's address: the scheme is {:?}; give an http:// or https:// URL, e.g. https://example.com/page", u.scheme())),
+        Err(e) => Err(format!("is not an absolute URL ({e}); give the page's full address, e.g. https://example.com/page")),
+    }
 }
 
 /// The profile with `--algorithm` applied: reading mode with that extractor. `pith extract`

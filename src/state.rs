@@ -3,7 +3,7 @@
 //! Each client's profile choice and per-site switches live in a redb file: an embedded,
 //! pure-Rust store whose commits are atomic (copy-on-write pages, a checksummed commit slot
 //! swapped last), so a crash mid-write leaves the previous commit whole. redb was chosen over
-//! SQLite (rusqlite, bundled) by measurement; the numbers are in the README ("State").
+//! SQLite (rusqlite, bundled) by measurement; the numbers are in docs/benchmarks.md ("State file").
 //!
 //! The file carries a schema version in its `meta` table. A file of an older version is
 //! migrated in one write transaction at start-up ([`MIGRATIONS`]); one of a newer version, or

@@ -69,7 +69,7 @@ async fn a_choice_is_followed_by_that_client_alone() {
     let (mine, _) = control_page(&me).await;
     assert!(mine.contains("value=\"pass\" checked") && mine.contains("(your choice"), "{mine}");
     let (theirs, their_token) = control_page(&other).await;
-    assert!(!theirs.contains("value=\"pass\" checked") && !theirs.contains("127.0.0.1"), "another client's choice is never shown:\n{theirs}");
+    assert!(!theirs.contains("value=\"pass\" checked") && !theirs.contains("<strong>127.0.0.1</strong>"), "another client's choice is never shown:\n{theirs}");
     assert_ne!(token, their_token, "each client has its own token");
 
     // The other client cannot change this one's choice with this one's token.
@@ -525,4 +525,19 @@ async fn a_flood_of_one_shots_locks_no_one_out() {
     assert!(value("pith_once_devices") <= 4096, "{metrics}");
     assert!(value("pith_once_evicted_total") >= u64::from(flood) - 4096, "{metrics}");
     assert_eq!(value("pith_choices_clients"), 2, "{metrics}");
+#[tokio::test]
+async fn the_page_names_the_listeners_address_and_offers_the_default_once() {
+    let pith = Pith::start("").await;
+    let me = client_from(&pith, "127.0.0.1");
+    let (page, _) = control_page(&me).await;
+    assert!(page.contains(&format!("This listener's address is <code>{}</code>", pith.addr)), "the address a device sets:\n{page}");
+    assert!(page.contains(&format!("<code>http://{}/proxy.pac</code>", pith.addr)), "{page}");
+    assert!(!page.contains("use this listener's own address"), "the address is printed, not described:\n{page}");
+    // The label's apostrophe is escaped, the sentence's is not.
+    let defaults = page.matches("this proxy's default").count() + page.matches("this proxy&#39;s default").count();
+    assert_eq!(defaults, 2, "once in the sentence, once among the choices:\n{page}");
+    assert!(!page.contains("this proxy&#39;s default (de-cluttered)"), "the default is not offered beside its own profile:\n{page}");
+    assert_eq!(page.matches("de-cluttered: without ads").count(), 2, "one radio button and one site-switch option:\n{page}");
+    assert!(page.contains("value=\"\" checked> <label for=\"p-0\">de-cluttered: without ads, scripts and clutter (this proxy&#39;s default)</label>"), "{page}");
+    assert!(!page.contains("value=\"declutter\" checked"), "{page}");
 }

@@ -160,3 +160,16 @@ async fn extract_and_the_proxy_agree_on_a_page_too_deep_for_the_tree() {
         }
     }
 }
+
+/// `--url` is the page's address: anything but an absolute http(s) URL is refused, with exit 64
+/// and words that say what to give.
+#[test]
+fn extract_refuses_a_url_that_is_not_absolute() {
+    for (url, needle) in [("notaurl", "is not an absolute URL"), ("/page.html", "is not an absolute URL"), ("file:///etc/passwd", "is not a web page's address")] {
+        let out = pith(&[os("extract"), os("--url"), os(url), os("-")]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(64), "{url}: {stderr}");
+        assert!(stderr.contains(&format!("pith: --url: {url:?} {needle}")) && stderr.contains("https://example.com/page"), "{url}: {stderr}");
+        assert!(out.stdout.is_empty(), "nothing extracted for {url}");
+    }
+}

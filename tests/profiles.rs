@@ -148,3 +148,29 @@ async fn each_listener_serves_its_own_profile() {
     assert_eq!(resp.headers()["content-type"], "text/plain; charset=utf-8");
     assert!(resp.text().await.unwrap().lines().any(|l| l.trim() == "First paragraph stays."));
 }
+
+/// oEmbed and JSON alternates are gone from every rewritten page (lynx listed each as
+/// "[4]alternate"); feeds, translations and the canonical link stay.
+#[test]
+fn oembed_and_json_alternates_are_removed_feeds_and_translations_kept() {
+    let config = pith::config::Config::embedded_default().expect("the built-in config");
+    let page = concat!(
+        "<html><head><title>T</title>",
+        "<link rel=\"alternate\" type=\"application/json+oembed\" href=\"/oembed?url=a&amp;format=json\">",
+        "<link rel=\"alternate\" type=\"text/xml+oembed\" href=\"/oembed?url=a&amp;format=xml\">",
+        "<link rel=\"alternate\" type=\"application/json\" href=\"/wp-json/wp/v2/posts/1\">",
+        "<link rel=\"alternate\" type=\"application/rss+xml\" title=\"Feed\" href=\"/feed\">",
+        "<link rel=\"alternate\" hreflang=\"de\" href=\"/de/a\">",
+        "<link rel=\"canonical\" href=\"https://example.com/a\">",
+        "</head><body><article><h1>T</h1><p>Some words of the article, long enough to be read as one.</p></article></body></html>",
+    );
+    for name in ["declutter", "reader"] {
+        let profile = &config.profiles[name];
+        let out = pith::pipeline::process(profile, page.as_bytes(), Some("text/html"), pith::pipeline::Output::Html, Some("https://example.com/a")).expect("processed");
+        let html = String::from_utf8_lossy(&out.body);
+        assert!(!html.contains("oembed") && !html.contains("wp-json"), "{name}: plumbing alternates removed:\n{html}");
+        if name == "declutter" {
+            assert!(html.contains("href=\"/feed\"") && html.contains("hreflang=\"de\"") && html.contains("rel=\"canonical\""), "{name}: feeds, translations, canonical kept:\n{html}");
+        }
+    }
+}

@@ -82,7 +82,7 @@ pub struct RawListener {
 }
 
 impl Default for RawListener {
-    /// The listener of a file that has none: the one README and proxy.toml document.
+    /// The listener of a file that has none: the one docs/config.md and proxy.toml document.
     fn default() -> Self {
         RawListener { address: Spanned::new(0..0, DEFAULT_LISTEN.to_string()), profile: None, allow: None, auth: None, upgrade: None, charset: None, legacy: false, gateway_profiles: None, deny_private: None }
     }

@@ -11,7 +11,7 @@
 //! transcoded bytes only when they are smaller than the original (the never-larger rule lives
 //! here, in [`transcode`], so no caller can forget it).
 //!
-//! Crates, chosen by measurement on photographs (see the README's image section): `image`'s
+//! Crates, chosen by measurement on photographs (docs/benchmarks.md, "Page weight"): `image`'s
 //! decoders (its JPEG decoder is `zune-jpeg`), `fast_image_resize` to scale (SIMD
 //! convolution; several times faster than `image`'s own resize), libwebp through the `webp`
 //! crate to encode WebP, and `image`'s JPEG encoder.

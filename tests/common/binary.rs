@@ -54,10 +54,14 @@ pub struct Served {
 impl Served {
     /// Starts `pith serve --config FILE EXTRA...` and waits until it says where it listens.
     pub fn start(config: &Path, extra: &[&str]) -> Served {
+        Served::command(&["serve".as_ref(), "--config".as_ref(), config.as_os_str()], extra)
+    }
+
+    /// Starts `pith ARGS... EXTRA...` (a command line that serves) and waits until it says
+    /// where it listens.
+    pub fn command(args: &[&std::ffi::OsStr], extra: &[&str]) -> Served {
         let mut child = Command::new(env!("CARGO_BIN_EXE_pith"))
-            .arg("serve")
-            .arg("--config")
-            .arg(config)
+            .args(args)
             .args(extra)
             .env_remove("RUST_LOG")
             .stderr(Stdio::piped())

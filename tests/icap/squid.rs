@@ -1,4 +1,4 @@
-//! Debian's Squid in front of pith's ICAP service, as the README's "Scale out with Squid" sets
+//! Debian's Squid in front of pith's ICAP service, as docs/squid.md sets
 //! it up: Squid fetches, caches and serves; pith rewrites the responses Squid sends it.
 //!
 //! Each test writes its own `squid.conf` in a temporary folder (logs, pid file and memory
@@ -233,11 +233,11 @@ async fn one_of_two_pith_services_killed_mid_run_fails_no_request() {
     assert!(b.respmods() > before, "the second service took over: {} RESPMODs after the kill\n{}", b.respmods() - before, squid.logs());
 }
 
-/// The README's failover, with pith as an operator runs it: two `pith serve` processes in one
+/// docs/squid.md's failover, with pith as an operator runs it: two `pith serve` processes in one
 /// `adaptation_service_set` of essential services, the first killed with SIGKILL mid-run (its
 /// connections with Squid die with it). Every request gets a de-cluttered page: the transaction
 /// that met the dead service is retried with the other one. (With optional services, the set
-/// the README shows first, that one request would be served as the origin sent it: Squid
+/// docs/squid.md shows first, that one request would be served as the origin sent it: Squid
 /// bypasses a failed optional transaction instead of retrying it.)
 #[tokio::test]
 async fn one_of_two_pith_processes_killed_mid_run_fails_no_request() {

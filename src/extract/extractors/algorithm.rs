@@ -51,7 +51,7 @@ pub enum Algorithm {
 }
 
 impl Algorithm {
-    /// Every algorithm, in the order the README's table lists them.
+    /// Every algorithm, in the order docs/benchmarks.md's reading-mode table lists them.
     pub const ALL: [Algorithm; 11] = [
         Algorithm::Crunch,
         Algorithm::Distribution,

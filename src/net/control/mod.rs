@@ -390,7 +390,7 @@ pub async fn serve(asked: Asked<'_>, req: Request<Incoming>, uri: &http::Uri) ->
     let who = client_id(asked.listener, asked.client);
     let path = uri.path();
     match (req.method().clone(), path) {
-        (Method::GET | Method::HEAD, "/") => page::home(state, asked.listener, &who, &state.control.prefs_of(&who), &state.control.token(&who)),
+        (Method::GET | Method::HEAD, "/") => page::home(state, asked.listener, &pac::proxy_address(asked.listener, req.headers()), &who, &state.control.prefs_of(&who), &state.control.token(&who)),
         (Method::GET | Method::HEAD, "/proxy.pac" | "/wpad.dat") => pac::serve(state, asked.listener, req.headers()),
         (Method::GET | Method::HEAD, "/metrics") => metrics(state).await,
         (Method::GET | Method::HEAD, "/once") => once(state, asked.client, &who, uri.query().unwrap_or("")),

@@ -35,8 +35,8 @@ pub fn serve(state: &State, listener: &ListenerConfig, headers: &HeaderMap) -> R
     resp
 }
 
-/// `host:port` clients should use for this listener.
-fn proxy_address(listener: &ListenerConfig, headers: &HeaderMap) -> String {
+/// `host:port` clients should use for this listener (also printed on the control page).
+pub(super) fn proxy_address(listener: &ListenerConfig, headers: &HeaderMap) -> String {
     let bound = listener.address;
     if !bound.ip().is_unspecified() {
         return bound.to_string();

@@ -45,8 +45,9 @@ fn amount(n: u64) -> String {
     }
 }
 
-/// `http://pith/`: what pith does for the client `who`, and its choices.
-pub fn home(state: &State, listener: &ListenerConfig, who: &str, prefs: &Prefs, token: &str) -> Response<ProxyBody> {
+/// `http://pith/`: what pith does for the client `who`, and its choices; `address` is the
+/// `host:port` a device sets to use this listener.
+pub fn home(state: &State, listener: &ListenerConfig, address: &str, who: &str, prefs: &Prefs, token: &str) -> Response<ProxyBody> {
     let cfg = &state.config.control;
     let token = own::escape(token);
     let mut b = String::new();
@@ -69,19 +70,28 @@ pub fn home(state: &State, listener: &ListenerConfig, who: &str, prefs: &Prefs, 
     } else {
         b.push_str("<form method=\"post\" action=\"/choose\"><fieldset><legend>How pages are served to you</legend>");
         let _ = write!(b, "<input type=\"hidden\" name=\"token\" value=\"{token}\">");
-        let _ = write!(
-            b,
-            "<div><input type=\"radio\" id=\"p-default\" name=\"profile\" value=\"\"{}> <label for=\"p-default\">this proxy's default ({})</label></div>",
-            if current.is_none() { " checked" } else { "" },
-            own::escape(short(default))
-        );
+        // The default is one choice, not two: when it is among the offered profiles, that
+        // profile's entry is the default's (an empty value: follow the default), so the list
+        // never reads "this proxy's default (de-cluttered)" above "de-cluttered".
+        let default_offered = cfg.offered.iter().any(|p| p.name == *default);
+        if !default_offered {
+            let _ = write!(
+                b,
+                "<div><input type=\"radio\" id=\"p-default\" name=\"profile\" value=\"\"{}> <label for=\"p-default\">this proxy's default ({})</label></div>",
+                if current.is_none() { " checked" } else { "" },
+                own::escape(short(default))
+            );
+        }
         for (i, p) in cfg.offered.iter().enumerate() {
-            let checked = if current == Some(p.name.as_str()) { " checked" } else { "" };
+            let is_default = p.name == *default;
+            let chosen = if is_default { current.is_none() || current == Some(p.name.as_str()) } else { current == Some(p.name.as_str()) };
+            let checked = if chosen { " checked" } else { "" };
+            let (value, label) = if is_default { (String::new(), format!("{} (this proxy's default)", describe(p))) } else { (p.name.clone(), describe(p)) };
             let _ = write!(
                 b,
                 "<div><input type=\"radio\" id=\"p-{i}\" name=\"profile\" value=\"{}\"{checked}> <label for=\"p-{i}\">{}</label></div>",
-                own::escape(&p.name),
-                own::escape(&describe(p))
+                own::escape(&value),
+                own::escape(&label)
             );
         }
         b.push_str("<p><button type=\"submit\">Save my choice</button></p></fieldset></form>");
@@ -133,7 +143,12 @@ pub fn home(state: &State, listener: &ListenerConfig, who: &str, prefs: &Prefs, 
         );
     }
     let _ = write!(b, "<h2>Read a page</h2><p>Without setting a proxy: any address, through pith.</p>{}", crate::net::gateway::box_html(Some(listener)));
-    b.push_str("<h2>Set up a device</h2><p>Set this proxy in the device's network settings, or give it the automatic configuration address <a href=\"/proxy.pac\"><code>http://pith/proxy.pac</code></a> (also at <code>/wpad.dat</code>; from a device not yet using pith, use this listener's own address).</p>");
+    b.push_str("<h2>Set up a device</h2><p>Set this proxy in the device's network settings, or give it the automatic configuration address <a href=\"/proxy.pac\"><code>http://pith/proxy.pac</code></a> (also at <code>/wpad.dat</code>).</p>");
+    let address = own::escape(address);
+    let _ = write!(
+        b,
+        "<p>This listener's address is <code>{address}</code>: set it as the HTTP proxy (host and port), or, on a device not yet using pith, give the automatic configuration address <code>http://{address}/proxy.pac</code>.</p>"
+    );
     if state.certs.is_some() {
         b.push_str("<h2>HTTPS</h2><p><a href=\"/ca\">Install pith's certificate</a> so that pith can serve HTTPS pages too.</p>");
     }
