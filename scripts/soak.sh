@@ -51,7 +51,7 @@
 #   --only-attacks    a 10 s warm-up, then the attack phase alone (no fault injector, no cycles):
 #                 about two minutes in all
 #   --budget-mib N    limits.rewrite_memory_bytes in MiB (default 256, the default of pith)
-#   --p99-ms N        healthy clients' p99 allowed during the attacks (default 100; 250 with --ci)
+#   --p99-ms N        healthy clients' p99 allowed during the attacks (default 100; 500 with --ci)
 #   --conn-keys MODE  the connection limits of the soak config (client_write_timeout_ms,
 #                 tunnel_idle_timeout_ms, max_connections_per_client): on, off, or auto (the
 #                 default: on when this pith accepts them, else off with a warning)
@@ -94,7 +94,7 @@ budget_mib=256
 p99_ms=100
 conn_keys=auto
 p99_user=0
-ci_p99_ms=250
+ci_p99_ms=500
 sink_port=18132
 # The TLS origins: nginx's pages and the fault origin's faults, for intercepted HTTPS.
 tls_host=127.0.6.1
@@ -432,6 +432,7 @@ logformat soak %ts.%03tu %>a %Ss/%03>Hs %<st %ru
 access_log stdio:$sq/access.log soak
 logformat icapsoak %ts.%03tu %icap::to %icap::Hs %icap::<bs %icap::tt %ru
 icap_log stdio:$sq/icap.log icapsoak
+strip_query_terms off
 cache_store_log none
 pid_filename $sq/squid.pid
 coredump_dir $sq

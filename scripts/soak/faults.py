@@ -519,6 +519,12 @@ def cases(a):
         Case("control-choose", "declutter", choose_check, run=choose_run),
         Case("control-once", "declutter", once_check, run=once_run),
     ]
+    # Interleaved by way in (listener, gateway, HTTPS, Squid), so that any stretch of the
+    # round-robin covers them all alike.
+    by_way = {}
+    for c in out:
+        by_way.setdefault(c.listener, []).append(c)
+    out = [c for row in itertools.zip_longest(*by_way.values()) for c in row if c is not None]
     for c in out:
         if c.path and c.listener.endswith("/https"):
             c.url = "https://%s%s" % (a.tls_origin, c.path)
