@@ -28,10 +28,13 @@ simply down.
     /excess             Content-Length 15 followed by a whole second (smuggled) response; a
                         later request on the same connection is answered honestly
 
+With --tls-port, the same paths are served over TLS too (for a proxy that intercepts HTTPS).
+
 "Forever" is bounded: a held connection is closed after --max-hold seconds, or as soon as the
 proxy closes its side. Only 127.0.0.0/8 addresses are accepted for --host.
 
     fault_origin.py serve --port 18131 [--host 127.0.0.1] [--bomb-gib 5] [--max-hold 120]
+                          [--tls-port 18445 --tls-host 127.0.6.1 --cert PEM --key PEM]
     fault_origin.py bomb-info [--bomb-gib 5]    # wire length and trailer, for the checker
     fault_origin.py self-test                   # the bomb generator makes valid gzip
 """
@@ -41,6 +44,7 @@ import asyncio
 import gzip
 import ipaddress
 import socket
+import ssl
 import struct
 import sys
 import zlib
@@ -295,8 +299,13 @@ async def serve(args):
     server = await asyncio.start_server(origin.handle, args.host, args.port, backlog=512)
     print("fault_origin: listening on http://%s:%d (bomb %d GiB -> %d bytes on the wire)"
           % (args.host, args.port, args.bomb_gib, origin.bomb.wire_len), flush=True)
-    async with server:
-        await server.serve_forever()
+    servers = [server]
+    if args.tls_port:
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ctx.load_cert_chain(args.cert, args.key)
+        servers.append(await asyncio.start_server(origin.handle, args.tls_host, args.tls_port, ssl=ctx, backlog=512))
+        print("fault_origin: and on https://%s:%d" % (args.tls_host, args.tls_port), flush=True)
+    await asyncio.gather(*(s.serve_forever() for s in servers))
 
 
 def self_test():
@@ -320,6 +329,10 @@ def main():
     s.add_argument("--port", type=int, required=True)
     s.add_argument("--bomb-gib", type=int, default=5)
     s.add_argument("--max-hold", type=float, default=120.0)
+    s.add_argument("--tls-host", default="127.0.0.1", help="the same faults over TLS on this address")
+    s.add_argument("--tls-port", type=int, default=0, help="(0: no TLS)")
+    s.add_argument("--cert", help="PEM certificate chain for TLS")
+    s.add_argument("--key", help="PEM key for TLS")
     b = sub.add_parser("bomb-info")
     b.add_argument("--bomb-gib", type=int, default=5)
     sub.add_parser("self-test")
@@ -330,8 +343,8 @@ def main():
         bomb = Bomb(args.bomb_gib * 1024)
         print("wire_len=%d decoded=%d tail=%s" % (bomb.wire_len, bomb.decoded, bomb.tail.hex()))
     else:
-        if not ipaddress.ip_address(args.host).is_loopback:
-            sys.exit("fault_origin: --host must be a loopback address")
+        if not ipaddress.ip_address(args.host).is_loopback or not ipaddress.ip_address(args.tls_host).is_loopback:
+            sys.exit("fault_origin: --host and --tls-host must be loopback addresses")
         try:
             asyncio.run(serve(args))
         except KeyboardInterrupt:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Summary and verdict of one soak run (the run dir scripts/soak.sh fills).
 
-Reads final.env, phases.tsv, load/*.out (one load.sh line per wrk run), faults.jsonl and
+Reads final.env, phases.tsv, load/*.out (one tools/loadgen line per load run), faults.jsonl and
 samples.tsv; prints the load per phase, the faults per case (with the details of any that did
 not go as expected), RSS/fds/CPU over time, and the verdict. Exit status 0 when every check of
 the verdict passes, 1 otherwise.
@@ -42,24 +42,36 @@ def read_phases(run):
     return phases
 
 
+def spec_key(spec):
+    """"listener:conc:gzip:path:entry" -> ("listener", "entry")."""
+    parts = spec.split(":") + ["", "", "", "", ""]
+    return parts[0], parts[4] or "proxy"
+
+
 def read_load(run, phase):
-    """The wrk runs of one phase: parsed load.sh lines, or the error text in place of one."""
+    """The load runs of one phase: parsed loadgen lines, or the error text in place of one."""
     runs = []
     for spec in phase["specs"]:
-        listener = spec.split(":")[0]
-        path = os.path.join(run, "load", "%s.%d.%s.out" % (phase["name"], phase["cycle"], listener))
+        listener, entry = spec_key(spec)
+        path = os.path.join(run, "load", "%s.%d.%s.%s.out" % (phase["name"], phase["cycle"], listener, entry))
         text = open(path).read() if os.path.exists(path) else "(no output)"
         line = next((l for l in text.splitlines() if l.startswith("label=")), None)
         if line is None:
             runs.append({"listener": listener, "spec": spec, "failed": text.strip()[-300:]})
             continue
         kv = dict(item.split("=", 1) for item in line.split())
-        secs, rps = float(kv["secs"]), float(kv["rps"])
         errors = int(kv["err"]) + int(kv["err_read"]) + int(kv["status_err"])
-        runs.append({"listener": listener, "spec": spec, "conc": kv["conc"], "gzip": kv["gzip"],
-                     "page": kv["page"], "requests": round(rps * secs), "rps": rps, "errors": errors,
+        by_source = []
+        for item in kv.get("by_source", "").split(","):
+            if item:
+                ip, reqs, errs = item.split(":")
+                by_source.append((ip, int(reqs), int(errs)))
+        runs.append({"listener": listener, "entry": entry, "spec": spec, "conc": kv["conc"], "gzip": kv["gzip"],
+                     "page": kv["page"], "requests": int(kv["requests"]), "rps": float(kv["rps"]), "errors": errors,
                      "err": kv["err"], "err_read": kv["err_read"], "status_err": kv["status_err"],
-                     "p50": float(kv["p50_ms"]), "p99": float(kv["p99_ms"])})
+                     "ka_closed": int(kv.get("ka_closed", "0")), "statuses": kv.get("statuses", "-"),
+                     "by_source": by_source, "p50": float(kv["p50_ms"]), "p99": float(kv["p99_ms"]),
+                     "phase": phase["name"]})
     return runs
 
 
@@ -118,7 +130,7 @@ def attack_checks(run, env, phases, samples, checks):
     limit_p99 = float(env.get("p99_ms", "100"))
     p99s = ["%s %s ms (%s errors)" % (r["listener"], r.get("p99", "-"), r.get("errors", "failed")) for r in healthy]
     p99_ok = bool(healthy) and all("failed" not in r and r["errors"] == 0 and r["p99"] <= limit_p99 for r in healthy)
-    checks.append(("attack: healthy clients' p99 <= %.0f ms with 0 errors: %s" % (limit_p99, ", ".join(p99s) or "no wrk run"), p99_ok))
+    checks.append(("attack: healthy clients' p99 <= %.0f ms with 0 errors: %s" % (limit_p99, ", ".join(p99s) or "no load run"), p99_ok))
 
     budget = int(env.get("budget_bytes", "0")) // 1024
     limit_kb = budget + 64 * 1024
@@ -169,6 +181,58 @@ def attack_checks(run, env, phases, samples, checks):
                    closed["nonreader"]["n"] > 0 and (oldest.get("nonreader") or 0) <= write_s + 5))
 
 
+def entry_points(runs):
+    """Requests, errors and latency per entry point (listener and way in), over every phase but
+    the attack phase (whose healthy p99 is checked apart)."""
+    by = collections.OrderedDict()
+    for r in runs:
+        if r["phase"] != "attack":
+            by.setdefault((r["listener"], r["entry"]), []).append(r)
+    rows = []
+    for (listener, entry), rs in by.items():
+        rows.append([listener, entry, sum(r["requests"] for r in rs), sum(r["errors"] for r in rs),
+                     sum(r["ka_closed"] for r in rs), "%.1f" % max(r["p50"] for r in rs), "%.1f" % max(r["p99"] for r in rs)])
+    print("## Per entry point (worst p50 and p99 of its runs)\n")
+    print(table(["listener", "entry", "requests", "errors", "ka closed", "p50 ms", "p99 ms"], rows))
+    print()
+
+
+def address_groups(runs, faults, run):
+    """Requests and errors per group of client addresses: healthy clients per listener and
+    entry point (each address's own count too), fault probes, attackers."""
+    groups = collections.OrderedDict()
+    for r in runs:
+        key = "healthy %s %s" % (r["listener"], r["entry"])
+        g = groups.setdefault(key, {"addrs": collections.Counter(), "reqs": 0, "errs": 0, "conc": 0})
+        for ip, reqs, errs in r["by_source"]:
+            g["addrs"][ip] += 1
+            g["reqs"] += reqs
+            g["errs"] += errs
+        g["conc"] = max(g["conc"], -(-int(r["conc"]) // max(len(r["by_source"]), 1)))
+    rows = [[k, ", ".join(sorted(g["addrs"])), g["conc"], g["reqs"], g["errs"]] for k, g in groups.items()]
+    probes = collections.OrderedDict()
+    for f in faults:
+        p = probes.setdefault(f.get("source", "127.0.0.1"), [0, 0])
+        p[0] += 1
+        p[1] += 0 if f["ok"] else 1
+    if probes:
+        rows.append(["fault probes (tries / unexpected)", ", ".join(probes), 1,
+                     sum(v[0] for v in probes.values()), sum(v[1] for v in probes.values())])
+    path = os.path.join(run, "attack.json")
+    if os.path.exists(path):
+        a = json.load(open(path))
+        rows.append(["attackers (connections opened / refused at connect)", "127.0.0.2-5, .10, .11", "-",
+                     a["opened"]["nonreader"] + a["opened"]["tunnel"] + a["big"]["responses"],
+                     a["refused"]["nonreader"] + a["refused"]["tunnel"]])
+    print("## Per address group (conn/addr = most connections one address held at once; errors as above)\n")
+    print(table(["group", "addresses", "conn/addr", "requests", "errors"], rows))
+    bad = [(ip, k) for k, g in groups.items() for ip in g["addrs"] if any(
+        ip == s and e for r in runs for s, _, e in r["by_source"])]
+    if bad:
+        print("\nHealthy addresses with errors: %s" % ", ".join("%s (%s)" % (ip, k) for ip, k in bad[:12]))
+    print()
+
+
 def main():
     run = sys.argv[1]
     env = read_env(os.path.join(run, "final.env"))
@@ -188,7 +252,7 @@ def main():
               sum(loads) / max(len(loads), 1), max(loads or [0]), env.get("load_end")))
 
     # --- load ------------------------------------------------------------------------------------
-    rows, per_phase, load_errors, failed_runs = [], [], 0, []
+    rows, per_phase, load_errors, failed_runs, all_runs = [], [], 0, [], []
     for ph in phases:
         runs = read_load(run, ph)
         tried = [f for f in faults if ph["t0"] <= f["t"] < ph["t1"]]
@@ -198,27 +262,32 @@ def main():
         for r in runs:
             if "failed" in r:
                 failed_runs.append((ph["name"], ph["cycle"], r["listener"], r["failed"]))
-                rows.append([ph["name"], ph["cycle"], r["listener"], r["spec"], "FAILED", "", "", "", ""])
+                rows.append([ph["name"], ph["cycle"], "%s %s" % (r["listener"], r["entry"]), r["spec"], "FAILED", "", "", "", "", ""])
                 continue
             reqs += r["requests"]
             errs += r["errors"]
             worst = max(worst, r["p99"])
-            rows.append([ph["name"], ph["cycle"], r["listener"], "c=%s gz=%s %s" % (r["conc"], r["gzip"], r["page"]),
+            rows.append([ph["name"], ph["cycle"], "%s %s" % (r["listener"], r["entry"]),
+                         "c=%s/%d addr gz=%s %s" % (r["conc"], len(r["by_source"]), r["gzip"], r["page"]),
                          r["requests"], "%.0f" % r["rps"], "%d (%s/%s/%s)" % (r["errors"], r["err"], r["err_read"], r["status_err"]),
-                         "%.1f" % r["p50"], "%.1f" % r["p99"]])
+                         r["ka_closed"], "%.1f" % r["p50"], "%.1f" % r["p99"]])
+            all_runs.append(r)
         load_errors += errs
         window = [s for s in samples if ph["t0"] <= s["t"] < ph["t1"]]
         per_phase.append([ph["name"], ph["cycle"], "%.0f" % (ph["t1"] - ph["t0"]), reqs, errs, "%.1f" % worst,
                           "%d/%d/%d" % (len(tried), len(tried) - bad, bad),
                           mib(max((s["rss"] for s in window), default=0)),
                           max((s["fds"] for s in window), default=0)])
-    print("## Load per wrk run (requests = req/s x seconds; errors = connect+write+timeout / read / status >= 400)\n")
-    print(table(["phase", "cycle", "listener", "load", "requests", "req/s", "errors", "p50 ms", "p99 ms"], rows))
+    print("## Load per run of the load driver (errors = connect+timeout / read / status >= 400; "
+          "ka closed = kept-alive connections the server closed before a next request, which was sent again: not errors)\n")
+    print(table(["phase", "cycle", "listener entry", "load", "requests", "req/s", "errors", "ka closed", "p50 ms", "p99 ms"], rows))
     print("\n## Per phase (faults: tried / as expected / unexpected, started in the phase)\n")
     print(table(["phase", "cycle", "secs", "requests", "errors", "worst p99 ms", "faults", "RSS max MiB", "fds max"], per_phase))
     total_reqs = sum(r[3] for r in per_phase)
     print("\nTotal: %d requests through pith, %d errors.\n" % (total_reqs, load_errors))
-    checks.append(("load held: every wrk run completed, 0 errors (%d requests, %d errors, %d failed runs)"
+    entry_points(all_runs)
+    address_groups(all_runs, faults, run)
+    checks.append(("load held: every load run completed, 0 errors on every healthy address (%d requests, %d errors, %d failed runs)"
                    % (total_reqs, load_errors, len(failed_runs)), load_errors == 0 and not failed_runs and total_reqs > 0))
 
     # --- faults ----------------------------------------------------------------------------------
@@ -257,7 +326,7 @@ def main():
     if missing:
         print("Never tried: %s\n" % ", ".join("%s via %s" % k for k in missing))
     expected_kinds = len(kinds)
-    only_attacks = env.get("only_attacks") == "1"
+    only_attacks = env.get("only_attacks") == "1" or env.get("self_test") == "1"
     if not only_attacks:
         checks.append(("faults survived: every fault handled as expected (%d tried, %d unexpected, %d/%d fault x listener kinds tried)"
                        % (len(faults), len(unexpected), len(by_case), expected_kinds),
