@@ -7,7 +7,12 @@
 # cache hit), and runs the shared load harness (../shared/perf: a private nginx origin on
 # 127.0.0.1:18080 serving the 181 real pages of ../shared/bench/scrapinghub, and wrk as the
 # client) over `direct` and the pith listeners, then prints the summary table: req/s, latency,
-# peak RSS and CPU, and every req/s as a ratio to `direct` taken in the same rep.
+# peak RSS and CPU, and every req/s as a ratio to `direct` taken in the same rep; then a second
+# table of requests per CPU-second for every proxy, pith and peers alike: req/s divided by the
+# CPU share of the proxy's own process tree during the same run (the `proxy CPU %` the harness
+# measures). Ratios to `direct` move with the machine (nginx ran at 9k and 17k req/s an hour
+# apart); requests per CPU-second of the proxy itself hold still. Both tables have rows without
+# and with gzip (clients sending `Accept-Encoding: gzip`, the origin answering gzip).
 #
 # The origin sends no Cache-Control, only Last-Modified (and ETag), so pith keeps its pages by
 # heuristic freshness: a tenth of the time since Last-Modified. The origin copies the pages at
@@ -27,7 +32,12 @@
 #   --out FILE   raw result lines (default target/perf/results-DATE.txt); the table goes to
 #                FILE with .md in place of .txt
 #   --pith-ports "P D [C]"  ports of the pass, declutter and declutter+cache listeners
-#                (default "18111 18112 18113")
+#                (default "18111 18112 18113", moved by --port-base)
+#   --port-base N  move every port of the run by N-18000, so that it runs beside other servers:
+#                the origin (18080, TLS 18443), the peers (18101-18107) and pith's listeners
+#                (18111-18113) become N+80, N+443, N+101-N+107 and N+111-N+113. The shared
+#                harness has these ports written in; the run uses a copy of it with them moved.
+#                Default 18000 (the harness's own ports, no copy).
 #   --pith "…"   which pith listeners to run (default "pass declutter cache")
 #   --no-build   use the target/release/pith already built instead of building it (under
 #                $CARGO_TARGET_DIR when that is set, as cargo would)
@@ -68,9 +78,10 @@ repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 shared=${PITH_SHARED:-$repo_root/../shared}
 perf_dir=$shared/perf
 pages=$shared/bench/scrapinghub
-pass_port=18111
-declutter_port=18112
-cache_port=18113
+pass_port=""
+declutter_port=""
+cache_port=""
+port_base=18000
 variants="pass declutter cache"
 page_age=30
 build=1
@@ -93,7 +104,8 @@ while [ $# -gt 0 ]; do
         --peers) peers=$2; shift 2;;
         --no-extremes) extremes=0; shift;;
         --out) out=$2; shift 2;;
-        --pith-ports) read -r pass_port declutter_port cache_port_arg <<<"$2"; cache_port=${cache_port_arg:-$cache_port}; shift 2;;
+        --pith-ports) read -r pass_port declutter_port cache_port <<<"$2"; shift 2;;
+        --port-base) port_base=$2; shift 2;;
         --pith) variants=$2; shift 2;;
         --page-age) page_age=$2; shift 2;;
         --no-build) build=0; shift;;
@@ -106,6 +118,14 @@ while [ $# -gt 0 ]; do
 done
 [[ "$reps" =~ ^[1-9][0-9]*$ ]] || { echo "perf.sh: --reps must be a positive number" >&2; exit 2; }
 [[ "$secs" =~ ^[1-9][0-9]*$ ]] || { echo "perf.sh: --secs must be a positive number" >&2; exit 2; }
+[[ "$port_base" =~ ^[1-9][0-9]*$ ]] && [ "$port_base" -ge 1024 ] && [ "$port_base" -le 65000 ] \
+    || { echo "perf.sh: --port-base must be a number from 1024 to 65000" >&2; exit 2; }
+shift_port() { echo $(( $1 - 18000 + port_base )); }
+pass_port=${pass_port:-$(shift_port 18111)}
+declutter_port=${declutter_port:-$(shift_port 18112)}
+cache_port=${cache_port:-$(shift_port 18113)}
+origin_port=$(shift_port 18080)
+tls_port=$(shift_port 18443)
 [[ "$pass_port $declutter_port $cache_port" =~ ^[1-9][0-9]*\ [1-9][0-9]*\ [1-9][0-9]*$ ]] \
     || { echo "perf.sh: --pith-ports takes two or three port numbers, e.g. \"18111 18112 18113\"" >&2; exit 2; }
 [[ "$page_age" =~ ^[0-9]+$ ]] || { echo "perf.sh: --page-age must be a number of days" >&2; exit 2; }
@@ -178,6 +198,22 @@ chmod 755 "$run"
 own_origin=0
 trap '[ "$own_origin" = 1 ] && "$perf_dir/origin.sh" stop --run "$run" >&2; rm -rf "$run"' EXIT
 
+# Another port base: a copy of the harness with its written-in ports moved (the origin's, the
+# TLS origin's and the peers'), used in place of the shared one for the whole run.
+if [ "$port_base" != 18000 ]; then
+    mkdir -p "$run/harness"
+    cp "$perf_dir"/*.sh "$perf_dir"/*.lua "$perf_dir"/*.py "$run/harness/"
+    python3 - "$run/harness" "$port_base" <<'PY'
+import pathlib, re, sys
+folder, base = pathlib.Path(sys.argv[1]), int(sys.argv[2])
+for f in folder.iterdir():
+    text = f.read_text()
+    f.write_text(re.sub(r"\b(18080|18443|1810[0-9])\b", lambda m: str(int(m.group(1)) - 18000 + base), text))
+PY
+    chmod +x "$run/harness"/*.sh "$run/harness"/*.py
+    perf_dir=$run/harness
+fi
+
 # One config per profile. `send_via = false`: nginx's default `gzip_proxied off` refuses to gzip
 # (or serve gzip_static files) for any request carrying `Via`, so with Via on, pith would be
 # sent identity bodies where `direct` gets gzip; the peers in ../shared/perf also run with Via
@@ -207,24 +243,24 @@ write_config pass pass "$pass_port" false
 write_config declutter declutter "$declutter_port" false
 write_config cache declutter "$cache_port" true
 
-# The harness's origin has fixed ports (18080, 18443). If one is already up from the harness's
+# The harness's origin has fixed ports (18080, 18443, moved by --port-base). If one is already up from the harness's
 # default run dir and serves exactly our pages, hand its PID to this run: peers.sh then neither
 # starts nor stops it. Anything else on those ports is an error, not something to measure.
 reuse_origin() {
-    port_busy 18080 || port_busy 18443 || return 0
+    port_busy "$origin_port" || port_busy "$tls_port" || return 0
     local other=${PERF_RUN:-${TMPDIR:-/tmp}/pith-perf-run} pid="" ours theirs
     ours=$(cd "$pages" && ls -1 ./*.html | sed 's#^\./#/p/#' | sort)
-    theirs=$(curl -sf --max-time 5 http://127.0.0.1:18080/pages.txt || true)
+    theirs=$(curl -sf --max-time 5 "http://127.0.0.1:$origin_port/pages.txt" || true)
     [ -s "$other/origin/nginx.pid" ] && pid=$(cat "$other/origin/nginx.pid")
     if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null || [ "$ours" != "$theirs" ]; then
-        echo "perf.sh: 127.0.0.1:18080 or :18443 is in use by something other than an origin" \
+        echo "perf.sh: 127.0.0.1:$origin_port or :$tls_port is in use by something other than an origin" \
             "serving $pages; stop it first" >&2
         exit 1
     fi
     mkdir -p "$run/origin"
     echo "$pid" > "$run/origin/nginx.pid"
     origin_www=$other/origin/www
-    echo "perf.sh: reusing the origin already on 127.0.0.1:18080 (nginx pid $pid, run dir" \
+    echo "perf.sh: reusing the origin already on 127.0.0.1:$origin_port (nginx pid $pid, run dir" \
         "$other); it is left running" >&2
 }
 origin_www=$run/origin/www
@@ -233,7 +269,7 @@ reuse_origin
 # Start the origin here (peers.sh then uses it as it is) and date its pages back, unless one
 # is being reused.
 if [ ! -s "$run/origin/nginx.pid" ]; then
-    "$perf_dir/origin.sh" start --pages "$pages" --run "$run" >&2
+    "$perf_dir/origin.sh" start --pages "$pages" --run "$run" --port "$origin_port" --tls-port "$tls_port" >&2
     own_origin=1
     if [ "$page_age" -gt 0 ]; then
         touch -d "@$(( $(date +%s) - page_age * 86400 ))" "$run/origin/www/p/"*.html "$run/origin/www/p/"*.html.gz
@@ -257,15 +293,17 @@ extreme_flag=()
 
 pith_cmds=()
 if [ "$icap" = 1 ]; then
-    for port in 18114 18115 18116 18121 18122 18123; do
+    for port in $(for p in 18114 18115 18116 18121 18122 18123; do shift_port "$p"; done); do
         ! port_busy "$port" || { echo "perf.sh: 127.0.0.1:$port (used by --icap) is already in use" >&2; exit 1; }
     done
     icap_cmd() { # $1 = what, $2 = Squid port, $3 = ICAP port
         printf 'env PITH=%q RUN=%q %q %s %s %s' "$pith_bin" "$run" "$repo_root/scripts/perf-icap.sh" "$1" "$2" "$3"
     }
-    pith_cmds+=(--cmd "squid-pith-icap=18114=$(icap_cmd pith-declutter 18114 18121)")
-    pith_cmds+=(--cmd "squid-pith-204=18115=$(icap_cmd pith-pass 18115 18123)")
-    pith_cmds+=(--cmd "squid-cicap-echo=18116=$(icap_cmd cicap-echo 18116 18122)")
+    s1=$(shift_port 18114) s2=$(shift_port 18115) s3=$(shift_port 18116)
+    i1=$(shift_port 18121) i2=$(shift_port 18122) i3=$(shift_port 18123)
+    pith_cmds+=(--cmd "squid-pith-icap=$s1=$(icap_cmd pith-declutter "$s1" "$i1")")
+    pith_cmds+=(--cmd "squid-pith-204=$s2=$(icap_cmd pith-pass "$s2" "$i3")")
+    pith_cmds+=(--cmd "squid-cicap-echo=$s3=$(icap_cmd cicap-echo "$s3" "$i2")")
 fi
 for v in $variants; do
     case "$v" in
@@ -301,7 +339,7 @@ if [ "$image" = 1 ]; then
     cp "$photo" "$origin_www$photo_path"
     [ "$page_age" -gt 0 ] && touch -d "@$(( $(date +%s) - page_age * 86400 ))" "$origin_www$photo_path"
     chmod -R a+rX "$origin_www/img"
-    curl -sf --max-time 5 -o /dev/null "http://127.0.0.1:18080$photo_path" \
+    curl -sf --max-time 5 -o /dev/null "http://127.0.0.1:$origin_port$photo_path" \
         || { echo "perf.sh: the origin does not serve $photo_path" >&2; exit 1; }
     image_peers=(direct)
     for v in $variants; do image_peers+=("pith-$v"); done
@@ -320,7 +358,7 @@ if [ "$image" = 1 ]; then
             "$perf_dir/load.sh" --proxy "$proxy" --conc 16 --secs 2 --path "$photo_path" --label warmup >/dev/null || true
             if [ "$proxy" != direct ]; then
                 # What the cache did for it after the warm-up (HIT through pith-cache).
-                x_cache=$(curl -s --max-time 10 -o /dev/null -D - -x "$proxy" "http://127.0.0.1:18080$photo_path" \
+                x_cache=$(curl -s --max-time 10 -o /dev/null -D - -x "$proxy" "http://127.0.0.1:$origin_port$photo_path" \
                     | tr -d '\r' | awk -F': ' 'tolower($1) == "x-cache" { print $2 }')
                 echo "rep=$rep verify peer=$name page=$photo_path x_cache=${x_cache:-none}" | tee -a "$out"
             fi
@@ -332,7 +370,11 @@ if [ "$image" = 1 ]; then
     done
 fi
 
-python3 "$perf_dir/summarize.py" "$out" | tee "$summary"
+{
+    python3 "$perf_dir/summarize.py" "$out"
+    echo
+    python3 "$repo_root/scripts/perf-cpu.py" "$out"
+} | tee "$summary"
 echo
 echo "perf.sh: raw results in $out"
 echo "perf.sh: table in $summary"
