@@ -525,6 +525,8 @@ async fn a_flood_of_one_shots_locks_no_one_out() {
     assert!(value("pith_once_devices") <= 4096, "{metrics}");
     assert!(value("pith_once_evicted_total") >= u64::from(flood) - 4096, "{metrics}");
     assert_eq!(value("pith_choices_clients"), 2, "{metrics}");
+}
+
 #[tokio::test]
 async fn the_page_names_the_listeners_address_and_offers_the_default_once() {
     let pith = Pith::start("").await;
