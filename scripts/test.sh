@@ -9,9 +9,30 @@
 # cargo-fuzz if missing). What it checks is in the
 # header of scripts/fuzz.sh, its cost in fuzz/README.md ("Cost in CI"). A finding fails the suite.
 # PITH_SKIP_FUZZ=1 leaves the fuzz smoke out (for a quick local run; CI runs it).
+# Then one optimised build (`cargo build --release`), shared by the speed gates
+# (scripts/gates.sh: instructions and system calls per request against perf/budgets.toml), the
+# short soak (scripts/soak.sh --ci, 90 s, and --self-test) and the Debian package
+# (scripts/package.sh; installs cargo-deb when missing). PITH_SKIP_RELEASE=1 leaves those out.
+# Every step's wall time is printed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+# Each step's wall time, printed as it ends and again in a table at the end, so a CI run's time
+# can be quoted by step.
+steps=()
+step() {
+    local name=$1 t0=$SECONDS
+    shift
+    "$@"
+    steps+=("$(printf '%-22s %5d s' "$name" $((SECONDS - t0)))")
+    echo "test.sh: step '$name' took $((SECONDS - t0)) s" >&2
+}
+report_steps() {
+    echo "test.sh: time by step:" >&2
+    printf '  %s\n' "${steps[@]}" >&2
+    echo "test.sh: total ${SECONDS} s" >&2
+}
+trap report_steps EXIT
 # Frugal with disk: CI builds once from empty on a machine whose free space varies (a run has
 # failed for lack of it). Incremental state and full debug info are gigabytes that one build
 # never reads; line tables keep file:line in a failing test's backtrace. Set either variable
@@ -52,24 +73,57 @@ fi
 # Benches are only type-checked here: run in test mode they walk every development page in a
 # debug build, which takes minutes and measures nothing. Run them with `cargo bench`.
 if cargo nextest --version >/dev/null 2>&1; then
-    cargo nextest run --locked --lib --bins --tests --no-fail-fast
-    cargo test --locked --doc
+    step "debug tests" cargo nextest run --locked --lib --bins --tests --no-fail-fast
 else
-    cargo test --locked --lib --bins --tests --no-fail-fast
-    cargo test --locked --doc
+    step "debug tests" cargo test --locked --lib --bins --tests --no-fail-fast
 fi
-cargo check --locked --benches
+step "doc tests" cargo test --locked --doc
+step "benches checked" cargo check --locked --benches
 if [ -s "$PITH_SKIP_LOG" ]; then
     sed 's/^/test.sh: skipped: /' "$PITH_SKIP_LOG" >&2
+    if [ "${CI:-}" = true ]; then
+        echo "test.sh: CI=true and tests were skipped: CI runs every test in full" >&2
+        exit 1
+    fi
 fi
 # Pages as a person gets them: the first 12 pages of each development set through the debug
 # binary just built, in headless Chromium (installed here when missing), held to today's counts
 # (tests/browser/gate-ci.json). The whole sets: scripts/browser.sh.
 if [ "$have_sets" = 1 ]; then
-    scripts/browser.sh --pith "$target/debug/pith" --sample 12 --gate tests/browser/gate-ci.json --out target/browser-ci
+    step "browser" scripts/browser.sh --pith "$target/debug/pith" --sample 12 --gate tests/browser/gate-ci.json --out target/browser-ci
 else
     echo "test.sh: skipped: the browser check (scripts/browser.sh --sample 12): it loads pages of the development sets, and $shared/bench is not beside this clone" >&2
 fi
 if [[ "${PITH_SKIP_FUZZ:-}" != 1 ]]; then
-    scripts/fuzz.sh --smoke --dev
+    step "fuzz smoke" scripts/fuzz.sh --smoke --dev
+fi
+# One optimised build (profile release: thin LTO), shared by the speed gates, the short soak
+# and the package. PITH_SKIP_RELEASE=1 leaves all three out (a quick local run; CI runs them).
+if [[ "${PITH_SKIP_RELEASE:-}" = 1 ]]; then
+    echo "test.sh: skipped: the release build, speed gates, soak and package (PITH_SKIP_RELEASE=1)" >&2
+    [ "${CI:-}" != true ] || { echo "test.sh: CI=true: CI runs them" >&2; exit 1; }
+    exit 0
+fi
+step "release build" cargo build --release --locked --bin pith
+release="$target/release/pith"
+if [ "$have_sets" = 1 ]; then
+    # Instructions and system calls per request on six paths, against perf/budgets.toml; first
+    # the check that a 3% rise fails.
+    step "gates self-test" scripts/gates.sh --self-test
+    step "speed gates" scripts/gates.sh --binary "$release"
+    # 90 s of load, faults and attacks through every way in; then the proof that the harness
+    # fails when the per-client cap is below one healthy address's connections.
+    step "soak (CI)" scripts/soak.sh --ci --bin "$release"
+    step "soak self-test" scripts/soak.sh --self-test --bin "$release"
+else
+    echo "test.sh: skipped: the speed gates and the soak: they serve pages of the development sets, and $shared/bench is not beside this clone" >&2
+fi
+# The Debian package from the same binary, installed and checked where this runs as root (CI).
+if ! cargo deb --version >/dev/null 2>&1; then
+    step "cargo-deb install" cargo install cargo-deb --locked --quiet
+fi
+if [ "$(id -u)" -eq 0 ]; then
+    step "package" scripts/package.sh --install
+else
+    step "package" scripts/package.sh
 fi
