@@ -449,6 +449,8 @@ async fn metrics(state: &State) -> Response<ProxyBody> {
         ("pith_once_devices", "gauge", "Devices with one-shot choices waiting; at most 4096.", devices as u64),
         ("pith_once_waiting", "gauge", "One-shot choices waiting to be used.", waiting as u64),
         ("pith_once_evicted_total", "counter", "Devices whose one-shot choices were dropped to make room for another's.", evicted),
+        ("pith_image_waits_total", "counter", "Images that waited for a transcoding turn (turns go to clients in turn).", super::images::counts().0),
+        ("pith_image_placeholders_total", "counter", "Images that waited past limits.image_wait_ms and were sent a placeholder.", super::images::counts().1),
     ] {
         text.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"));
     }
