@@ -322,6 +322,9 @@ pub struct Limits {
     pub image_max_pixels: u64,
     /// An image response larger than this passes through untranscoded.
     pub image_max_bytes: u64,
+    /// An image that waited this long for a transcoding turn gets a placeholder
+    /// ([`crate::net::images`]).
+    pub image_wait: Duration,
 }
 
 /// A token bucket per client address: `burst` requests at once, refilled at `per_second`.
@@ -693,6 +696,7 @@ impl Validator<'_> {
             tunnel_idle_timeout: self.millis(&l.tunnel_idle_timeout_ms, "limits.tunnel_idle_timeout_ms", 1)?,
             image_max_pixels: self.bounded(&l.image_max_pixels, "limits.image_max_pixels", 1, MAX_IMAGE_PIXELS)?,
             image_max_bytes: self.bounded(&l.image_max_bytes, "limits.image_max_bytes", 1, MAX_IMAGE_BYTES)?,
+            image_wait: self.millis(&l.image_wait_ms, "limits.image_wait_ms", 1)?,
         })
     }
 

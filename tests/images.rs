@@ -247,3 +247,92 @@ async fn a_zero_or_malformed_width_hint_is_ignored() {
         assert!(got.width() <= 640, "{hint}: {}x{} {headers:?}", got.width(), got.height());
     }
 }
+
+/// An origin serving the same JPEG under any path (each path its own cache entry).
+async fn many_images(original: Vec<u8>) -> RunningOrigin {
+    let mut origin = Origin::new();
+    for i in 0..20 {
+        let body = original.clone();
+        origin = origin.route(&format!("/img{i}"), move |_| reply(&[("content-type", "image/jpeg"), ("cache-control", "max-age=600")], body.clone()));
+    }
+    origin.run().await
+}
+
+fn client_at(pith: &Pith, from: &str) -> reqwest::Client {
+    pith.client_builder().local_address(from.parse::<std::net::IpAddr>().unwrap()).build().unwrap()
+}
+
+/// Transcoding takes clients in turn: one client's burst of 16 images does not hold up
+/// another client's one image behind all of them.
+#[tokio::test]
+async fn clients_take_turns_at_transcoding() {
+    let origin = many_images(jpeg(&photo(1600, 1000), 90)).await;
+    let pith = gateway("").await;
+    let (greedy, other) = (client_at(&pith, "127.0.0.1"), client_at(&pith, "127.0.0.2"));
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut burst = Vec::new();
+    for i in 0..16 {
+        let (client, url, done) = (greedy.clone(), origin.url(&format!("/img{i}")), done.clone());
+        burst.push(tokio::spawn(async move {
+            let resp = client.get(&url).header("accept", JPEG_ACCEPT).send().await.unwrap();
+            assert_eq!(resp.status(), 200);
+            resp.bytes().await.unwrap();
+            done.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+        }));
+    }
+    // Once the burst is queued, the other client asks for one image.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while crate::common::got::metric(&greedy, "pith_image_waits_total").await < 8 {
+        assert!(std::time::Instant::now() < deadline, "the burst never queued");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let resp = other.get(origin.url("/img19")).header("accept", JPEG_ACCEPT).send().await.unwrap();
+    assert!(resp.headers().get("x-pith").is_some_and(|v| v.to_str().unwrap().contains("to=640x400")), "{:?}", resp.headers());
+    resp.bytes().await.unwrap();
+    let position = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+    for task in burst {
+        task.await.unwrap();
+    }
+    assert!(position <= 10, "the other client's image came {position}th of 17: it waited behind the burst");
+}
+
+/// An image that waited past `limits.image_wait_ms` for its turn gets a small placeholder,
+/// never the untranscoded bytes, and the placeholder is not kept: asked again, the image
+/// comes. `/metrics` counts both.
+#[tokio::test]
+async fn an_image_that_waits_too_long_gets_a_placeholder_never_the_original() {
+    let original = jpeg(&photo(1600, 1000), 90);
+    let origin = many_images(original.clone()).await;
+    let pith = gateway("[limits]\nimage_wait_ms = 1\n").await;
+    let client = pith.client();
+    let mut tasks = Vec::new();
+    for i in 0..16 {
+        let (client, url) = (client.clone(), origin.url(&format!("/img{i}")));
+        tasks.push(tokio::spawn(async move {
+            let resp = client.get(&url).header("accept", JPEG_ACCEPT).send().await.unwrap();
+            assert_eq!(resp.status(), 200);
+            let headers = resp.headers().clone();
+            (url, headers, resp.bytes().await.unwrap().to_vec())
+        }));
+    }
+    let mut placeheld = Vec::new();
+    for task in tasks {
+        let (url, headers, body) = task.await.unwrap();
+        assert!(body.len() < original.len() / 2, "{url}: {} bytes, never the original {}", body.len(), original.len());
+        if header(&headers, "content-type") == "image/gif" {
+            assert!(body.len() < 100, "a small placeholder");
+            assert_eq!(header(&headers, "cache-control"), "no-store");
+            placeheld.push(url);
+        } else {
+            assert_eq!(image::load_from_memory(&body).expect("an image").width(), 640);
+        }
+    }
+    assert!(!placeheld.is_empty(), "16 images at once with a 1 ms wait: some waited");
+    let placeholders = crate::common::got::metric(&client, "pith_image_placeholders_total").await;
+    assert_eq!(placeholders, placeheld.len() as u64);
+    assert!(crate::common::got::metric(&client, "pith_image_waits_total").await >= placeholders);
+    // Alone now, the image is transcoded: the placeholder was never kept.
+    let (headers, body) = fetch(&pith, &placeheld[0], JPEG_ACCEPT).await;
+    assert_eq!(header(&headers, "content-type"), "image/jpeg", "{headers:?}");
+    assert_eq!(image::load_from_memory(&body).expect("an image").width(), 640);
+}

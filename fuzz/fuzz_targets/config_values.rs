@@ -182,11 +182,11 @@ fn assert_runnable(config: &Config, listen: Option<SocketAddr>, text: &str) {
         }
     }
     let (u, l) = (&config.upstream, &config.limits);
-    for (name, d) in [("connect", u.connect_timeout), ("response", u.response_timeout), ("body idle", u.body_idle_timeout), ("header read", l.header_read_timeout), ("client write", l.client_write_timeout), ("tunnel idle", l.tunnel_idle_timeout)] {
+    for (name, d) in [("connect", u.connect_timeout), ("response", u.response_timeout), ("body idle", u.body_idle_timeout), ("header read", l.header_read_timeout), ("client write", l.client_write_timeout), ("tunnel idle", l.tunnel_idle_timeout), ("image wait", l.image_wait)] {
         assert!(!d.is_zero(), "a zero {name} timeout would fail every request:\n{text}");
     }
     let now = Instant::now();
-    for d in [u.connect_timeout, u.response_timeout, u.body_idle_timeout, u.pool_idle_timeout, l.header_read_timeout, l.drain_timeout, l.connection_wait, l.client_write_timeout, l.tunnel_idle_timeout, l.rewrite_memory_wait] {
+    for d in [u.connect_timeout, u.response_timeout, u.body_idle_timeout, u.pool_idle_timeout, l.header_read_timeout, l.drain_timeout, l.connection_wait, l.client_write_timeout, l.tunnel_idle_timeout, l.rewrite_memory_wait, l.image_wait] {
         assert!(d <= Duration::from_secs(86_400) && now.checked_add(d).is_some(), "{d:?} overflows a deadline:\n{text}");
     }
     assert!((1..=tokio::sync::Semaphore::MAX_PERMITS).contains(&l.max_connections), "{} slots:\n{text}", l.max_connections);
@@ -197,7 +197,7 @@ fn assert_runnable(config: &Config, listen: Option<SocketAddr>, text: &str) {
         let dir = dir.trim_end_matches('"');
         assert!(dir.is_empty() || Path::new(dir).is_dir(), "filters.dir {dir:?} is no folder:\n{text}");
     }
-    drop(pith::net::forward::client(u));
+    drop(pith::net::forward::Clients::new(u));
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -41,6 +41,7 @@ static LISTENER: LazyLock<ListenerConfig> = LazyLock::new(|| ListenerConfig {
     allow: vec!["127.0.0.0/8".parse().expect("literal")],
     auth: Some(Credentials { user: USER.into(), password: PASSWORD.into() }),
     serving: Default::default(),
+    deny_private: false,
 });
 
 static VIA: HeaderValue = HeaderValue::from_static("1.1 pith-fuzz");

@@ -197,6 +197,8 @@ pub struct RawLimits {
     pub image_max_pixels: Spanned<u64>,
     /// Largest image response read whole for transcoding.
     pub image_max_bytes: Spanned<u64>,
+    /// Longest an image waits for a transcoding turn before a placeholder is served.
+    pub image_wait_ms: Spanned<u64>,
 }
 
 impl Default for RawLimits {
@@ -218,6 +220,7 @@ impl Default for RawLimits {
             tunnel_idle_timeout_ms: Spanned::new(0..0, 300_000),
             image_max_pixels: Spanned::new(0..0, 16_000_000),
             image_max_bytes: Spanned::new(0..0, 8 << 20),
+            image_wait_ms: Spanned::new(0..0, 5_000),
         }
     }
 }

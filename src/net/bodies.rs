@@ -182,6 +182,9 @@ pub enum Action {
     TooLarge,
     /// Passed through unrewritten: the rewrite memory budget had no room for the page.
     OverBudget,
+    /// An image that waited past `limits.image_wait_ms` for a transcoding turn: a placeholder
+    /// was sent in its place, and nothing is kept.
+    Placeholder,
     /// Served from the cache.
     Hit,
     /// Served from the cache after the origin said it had not changed.
@@ -202,11 +205,12 @@ pub enum Action {
 impl Action {
     /// Every action.
     #[cfg(test)]
-    const ALL: [Action; 11] = [
+    const ALL: [Action; 12] = [
         Action::Pass,
         Action::Rewrite,
         Action::TooLarge,
         Action::OverBudget,
+        Action::Placeholder,
         Action::Hit,
         Action::Revalidated,
         Action::Stale,
@@ -223,6 +227,7 @@ impl Action {
             Action::Rewrite => "rewrite",
             Action::TooLarge => "too-large",
             Action::OverBudget => "over-budget",
+            Action::Placeholder => "placeholder",
             Action::Hit => "hit",
             Action::Revalidated => "revalidated",
             Action::Stale => "stale",

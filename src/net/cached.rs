@@ -67,6 +67,8 @@ pub struct Target<'a> {
     pub profile: &'a Arc<Profile>,
     /// The client's listener refuses private destinations ([`crate::config::ListenerConfig::deny_private`]).
     pub deny_private: bool,
+    /// The client's address, whose images take their turn to be transcoded ([`super::images`]).
+    pub client: Option<std::net::IpAddr>,
 }
 
 /// Serves a request that is not for pith itself: from the cache when it can, else from the
@@ -329,7 +331,7 @@ impl Fill<'_> {
         self.cache.count_miss();
         let (status, origin_headers) = (resp.status(), resp.headers().clone());
         let url = self.target.uri.to_string();
-        let ex = Exchange { method: &self.ask.method, host: self.target.host, url: &url, accept_encoding, accept, profile: self.target.profile };
+        let ex = Exchange { method: &self.ask.method, host: self.target.host, url: &url, accept_encoding, accept, profile: self.target.profile, client: self.target.client };
         let page = match respond::respond_outcome(self.state, &ex, resp).await {
             Ok(Outcome::Rewritten(page)) => page,
             Ok(Outcome::Passed(served)) => return Err(Unstored::new(Ok(self.keep_streamed(status, &origin_headers, served).await))),
@@ -390,8 +392,9 @@ impl Fill<'_> {
     /// allows storing it ([`Tee`]). Requests for its URL meanwhile go to the origin rather
     /// than wait for the download to end ([`Cache::note_pass`]); storing the entry lifts that.
     async fn keep_streamed(&self, status: StatusCode, origin_headers: &HeaderMap, served: Served) -> Served {
-        // A page passed for want of memory is rewritten (and kept) next time.
-        if served.action == Action::OverBudget {
+        // A page passed for want of memory is rewritten (and kept) next time; a placeholder
+        // is never kept.
+        if matches!(served.action, Action::OverBudget | Action::Placeholder) {
             return served;
         }
         self.cache.note_pass(&self.key);
@@ -495,12 +498,12 @@ impl Background {
         let (status, origin_headers) = (resp.status(), resp.headers().clone());
         let url = self.ask.uri.to_string();
         let accept = self.ask.headers.get(header::ACCEPT).cloned();
-        let ex = Exchange { method: &self.ask.method, host: &self.host, url: &url, accept_encoding, accept, profile: &self.profile };
+        let ex = Exchange { method: &self.ask.method, host: &self.host, url: &url, accept_encoding, accept, profile: &self.profile, client: None };
         let now = SystemTime::now();
         let max = self.cache.max_entry_bytes();
         let admitted = match respond::respond_outcome(&self.state, &ex, resp).await? {
             Outcome::Rewritten(page) => cache::admit(&self.ask, (status, &origin_headers), page.parts.headers, page.body, max, now),
-            Outcome::Passed(served) if served.action == Action::OverBudget => return Ok(()),
+            Outcome::Passed(served) if matches!(served.action, Action::OverBudget | Action::Placeholder) => return Ok(()),
             Outcome::Passed(served) => match cache::admit_head(&self.ask, (status, &origin_headers), served.response.headers().clone(), Form::Origin, max, now) {
                 Ok(pending) => {
                     let room = usize::try_from(pending.room()).unwrap_or(usize::MAX);
@@ -562,7 +565,7 @@ async fn forward_and_respond(state: &State, target: &Target<'_>, req: Request<In
     let accept = req.headers().get(header::ACCEPT).cloned();
     let url = target.uri.to_string();
     let resp = send(state, target, req).await?;
-    let ex = Exchange { method: &method, host: target.host, url: &url, accept_encoding, accept, profile: target.profile };
+    let ex = Exchange { method: &method, host: target.host, url: &url, accept_encoding, accept, profile: target.profile, client: target.client };
     respond::respond(state, &ex, resp).await
 }
 

@@ -376,7 +376,7 @@ impl Handler {
         let asked = uri.clone();
         let uri = upgrade::target(&self.state, &self.listener, &uri).filter(|_| plain).unwrap_or(uri);
         let profile = upgrade::profile_for(&self.state, &self.listener, &base, plain).unwrap_or(base);
-        let target = cached::Target { host: &host, uri, profile: &profile, deny_private: self.listener.deny_private };
+        let target = cached::Target { host: &host, uri, profile: &profile, deny_private: self.listener.deny_private, client: Some(self.client.ip()) };
         let mut served = cached::serve(&self.state, target, req).await?;
         if plain {
             upgrade::finish(&self.state, &self.listener, &asked, &mut served.response);

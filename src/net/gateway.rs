@@ -86,7 +86,7 @@ pub async fn serve(state: &Arc<State>, listener: &ListenerConfig, req: Request<I
     profile.bar = false;
     let profile = Arc::new(profile);
     let req = upstream_request(req, uri.clone());
-    let target = cached::Target { host: &host, uri: uri.clone(), profile: &profile, deny_private: listener.deny_private };
+    let target = cached::Target { host: &host, uri: uri.clone(), profile: &profile, deny_private: listener.deny_private, client: Some(record.client.ip()) };
     let mut served = cached::serve(state, target, req).await?;
     finish(&mut served, &uri, ask.profile.as_deref())?;
     record.action = served.action;

@@ -9,13 +9,27 @@
 //! and once it has a turn what decoding it costs (its header gives the pixels), are held in
 //! the rewrite memory budget ([`super::budget`]) like a page's.
 //!
+//! Turns are given to clients in turn ([`take_turn`]): each client (by address, IPv6 by /64)
+//! queues its own images, and a freed turn goes to the next client in the rotation, so one
+//! client's forty images delay another's one by at most one image per client ahead of it. An
+//! image that waited `limits.image_wait_ms` without a turn gets a small placeholder image
+//! ([`PLACEHOLDER`], `Cache-Control: no-store`, never kept), never the untranscoded bytes:
+//! asked for again, the image is transcoded then. Waits and placeholders are counted for
+//! `/metrics` ([`counts`]).
+//!
 //! The client gets WebP when its `Accept` names `image/webp`, else JPEG, at most
 //! `image_max_width` wide, with `Vary: Accept`; and the origin's bytes whenever the result is
 //! not smaller or the image is animated, too large in pixels, truncated or undecodable. A
 //! transcoded image is a [`respond::Rewritten`], kept by the cache like a rewritten page; the
 //! key holds the client's image format class ([`crate::cache::Cache::key`]).
 
+use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+
 use bytes::{Bytes, BytesMut};
+use tokio::sync::oneshot;
 use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Response, StatusCode};
 use http_body_util::BodyExt;
@@ -90,7 +104,12 @@ pub async fn respond(state: &State, ex: &Exchange<'_>, resp: Response<Incoming>)
     let hinted = crate::images::page::without_width(ex.url).map(|(w, _)| w);
     let max_width = hinted.map_or(images.max_width, |w| w.min(images.max_width));
     let target = Target { format: Format::for_accept(accept), max_width, quality: images.quality, max_pixels: state.config.limits.image_max_pixels };
-    let transcoded = match run(&data, target, &mut hold).await? {
+    let Some(turn) = take_turn(ex.client, state.config.limits.image_wait).await else {
+        PLACEHOLDERS.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(url = ex.url, "image waited past limits.image_wait_ms for a transcoding turn; a placeholder was sent");
+        return Ok(Outcome::Passed(placeholder(len)));
+    };
+    let transcoded = match run(&data, target, &mut hold, turn).await? {
         Ok(t) => t,
         Err(why) => return untouched(why, hold),
     };
@@ -113,10 +132,9 @@ fn join(mut raw: Vec<Bytes>) -> Bytes {
     all.freeze()
 }
 
-/// Transcodes on the pool, once it has a turn and the budget has room for what decoding costs
+/// Transcodes on the pool, holding its `turn`, once the budget has room for what decoding costs
 /// (RGBA at the original size, the scaled copy and the output, bounded by the header's pixels).
-async fn run(data: &Bytes, target: Target, hold: &mut super::budget::Reservation) -> Result<Result<Transcoded, Untouched>, ProxyError> {
-    let _turn = turns().acquire().await.map_err(|_| ProxyError::Internal { what: "the transcoding turns were closed".to_string() })?;
+async fn run(data: &Bytes, target: Target, hold: &mut super::budget::Reservation, _turn: Turn) -> Result<Result<Transcoded, Untouched>, ProxyError> {
     let pixels = transcode::pixels(data).unwrap_or(0).min(target.max_pixels);
     if !hold.cover(data.len() as u64 + pixels.saturating_mul(8)).await {
         return Ok(Err(Untouched::NoMemory));
@@ -128,15 +146,113 @@ async fn run(data: &Bytes, target: Target, hold: &mut super::budget::Reservation
     }
 }
 
+/// A placeholder for an image that waited too long for its turn: a 1×1 light grey GIF
+/// (43 bytes), the smallest image every browser shows.
+pub const PLACEHOLDER: &[u8] = b"GIF89a\x01\x00\x01\x00\x80\x00\x00\xdd\xdd\xdd\xff\xff\xff!\xf9\x04\x00\x00\x00\x00\x00,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;";
+
+/// Images that waited for a transcoding turn, and those that got a placeholder, since start.
+static WAITS: AtomicU64 = AtomicU64::new(0);
+static PLACEHOLDERS: AtomicU64 = AtomicU64::new(0);
+
+/// Images that waited for a transcoding turn, and those sent a placeholder instead, in this
+/// process (the turns are shared by every proxy in it).
+pub fn counts() -> (u64, u64) {
+    (WAITS.load(Ordering::Relaxed), PLACEHOLDERS.load(Ordering::Relaxed))
+}
+
+/// The placeholder response: never kept (no-store, and [`Action::Placeholder`]), `origin_bytes`
+/// read from the origin for nothing.
+fn placeholder(origin_bytes: u64) -> respond::Served {
+    let mut resp = Response::new(bodies::full(Bytes::from_static(PLACEHOLDER)));
+    let headers = resp.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("image/gif"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert("x-pith", HeaderValue::from_static("placeholder: the image waited too long for its turn to be made smaller; ask again to load it"));
+    respond::Served { response: resp, action: Action::Placeholder, origin_bytes }
+}
+
 /// Turns for transcoding: one fewer than the machine's cores, at least one, so a burst of
 /// images leaves a core to the async workers and the pages. Shared by every listener and kept
-/// across reloads: it depends on the machine, not on the configuration.
-fn turns() -> &'static tokio::sync::Semaphore {
-    static TURNS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
+/// across reloads: it depends on the machine, not on the configuration. Waiting images queue
+/// per client; a freed turn goes to the next client in the rotation.
+struct Turns {
+    free: usize,
+    /// Clients with images waiting, in the order their turn comes.
+    rotation: VecDeque<Option<IpAddr>>,
+    /// Each waiting client's images, first come first.
+    waiting: HashMap<Option<IpAddr>, VecDeque<oneshot::Sender<()>>>,
+}
+
+fn turns() -> &'static Mutex<Turns> {
+    static TURNS: std::sync::OnceLock<Mutex<Turns>> = std::sync::OnceLock::new();
     TURNS.get_or_init(|| {
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-        tokio::sync::Semaphore::new(cores.saturating_sub(1).max(1))
+        Mutex::new(Turns { free: cores.saturating_sub(1).max(1), rotation: VecDeque::new(), waiting: HashMap::new() })
     })
+}
+
+/// A transcoding turn; given to the next waiting client when dropped.
+struct Turn(());
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        let mut guard = turns().lock().unwrap_or_else(PoisonError::into_inner);
+        let t = &mut *guard;
+        while let Some(client) = t.rotation.pop_front() {
+            let Some(queue) = t.waiting.get_mut(&client) else { continue };
+            let next = queue.pop_front();
+            if queue.is_empty() {
+                t.waiting.remove(&client);
+            } else {
+                t.rotation.push_back(client);
+            }
+            // A waiter that gave up (its deadline passed, its client left) is skipped.
+            if next.is_some_and(|tx| tx.send(()).is_ok()) {
+                return;
+            }
+        }
+        t.free += 1;
+    }
+}
+
+/// A place in a client's queue; a turn handed to it after it stopped waiting is passed on.
+struct Waiting(oneshot::Receiver<()>);
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.close();
+        if self.0.try_recv().is_ok() {
+            drop(Turn(()));
+        }
+    }
+}
+
+/// A turn for `client`'s image (its address, IPv6 by /64; `None` for requests no one client
+/// made), at once when one is free and no one waits, else when the rotation comes to it;
+/// `None` after `wait`.
+async fn take_turn(client: Option<IpAddr>, wait: std::time::Duration) -> Option<Turn> {
+    let client = client.map(super::rate::client_key);
+    let rx = {
+        let mut guard = turns().lock().unwrap_or_else(PoisonError::into_inner);
+        let t = &mut *guard;
+        if t.free > 0 && t.rotation.is_empty() {
+            t.free -= 1;
+            return Some(Turn(()));
+        }
+        let (tx, rx) = oneshot::channel();
+        let queue = t.waiting.entry(client).or_default();
+        if queue.is_empty() {
+            t.rotation.push_back(client);
+        }
+        queue.push_back(tx);
+        rx
+    };
+    WAITS.fetch_add(1, Ordering::Relaxed);
+    let mut waiting = Waiting(rx);
+    match tokio::time::timeout(wait, &mut waiting.0).await {
+        Ok(Ok(())) => Some(Turn(())),
+        _ => None,
+    }
 }
 
 /// Headers of a transcoded image: its type and length, `Vary: Accept` (the format follows the

@@ -48,6 +48,9 @@ pub struct Exchange<'a> {
     pub accept: Option<HeaderValue>,
     /// The profile serving the client.
     pub profile: &'a Profile,
+    /// The client's address, when one client asked (not a background revalidation, not ICAP):
+    /// its images take their turn to be transcoded ([`super::images`]).
+    pub client: Option<std::net::IpAddr>,
 }
 
 /// What happened to a response, for the access log.

@@ -213,6 +213,14 @@ impl std::fmt::Debug for Control {
 /// A reason a change was refused, shown to the client.
 struct Refused(StatusCode, String);
 
+impl Refused {
+    /// The page that tells the client.
+    fn page(self) -> Response<ProxyBody> {
+        let title = format!("{} {}", self.0.as_u16(), self.0.canonical_reason().unwrap_or(""));
+        own::page(self.0, &title, &format!("<p>{}</p><p><a href=\"/\">pith</a></p>", own::escape(&self.1)))
+    }
+}
+
 impl Control {
     /// Opens the state file of `cfg` (or none) and reads the choices in it.
     pub fn open(cfg: &ControlConfig) -> Result<Control, StateError> {
@@ -449,6 +457,8 @@ async fn metrics(state: &State) -> Response<ProxyBody> {
         ("pith_once_devices", "gauge", "Devices with one-shot choices waiting; at most 4096.", devices as u64),
         ("pith_once_waiting", "gauge", "One-shot choices waiting to be used.", waiting as u64),
         ("pith_once_evicted_total", "counter", "Devices whose one-shot choices were dropped to make room for another's.", evicted),
+        ("pith_image_waits_total", "counter", "Images that waited for a transcoding turn (turns go to clients in turn).", super::images::counts().0),
+        ("pith_image_placeholders_total", "counter", "Images that waited past limits.image_wait_ms and were sent a placeholder.", super::images::counts().1),
     ] {
         text.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"));
     }
@@ -467,10 +477,10 @@ struct OnceAsked {
 
 /// The profile and URL of a `/once` query or form, checked: an offered profile, an absolute
 /// http(s) URL of at most [`MAX_URL`] bytes.
-fn once_asked(cfg: &ControlConfig, profile: Option<&str>, url: Option<&str>) -> Result<OnceAsked, Response<ProxyBody>> {
-    let bad = |why: &str| own::page(StatusCode::BAD_REQUEST, "400 Bad Request", &format!("<p>{}</p><p><a href=\"/\">pith</a></p>", own::escape(why)));
+fn once_asked(cfg: &ControlConfig, profile: Option<&str>, url: Option<&str>) -> Result<OnceAsked, Refused> {
+    let bad = |why: &str| Refused(StatusCode::BAD_REQUEST, why.to_string());
     if !cfg.choices {
-        return Err(own::page(StatusCode::FORBIDDEN, "Choices are off", "<p>This proxy serves every page in its listener's profile.</p>"));
+        return Err(Refused(StatusCode::FORBIDDEN, "Choices are off: this proxy serves every page in its listener's profile.".into()));
     }
     let Some(profile) = profile.and_then(|p| cfg.offered(p)) else { return Err(bad("No profile offered here by that name.")) };
     let Some(url) = url.filter(|u| u.len() <= MAX_URL).and_then(|u| u.parse::<http::Uri>().ok()) else { return Err(bad("The url is missing, too long or not a URL.")) };
@@ -499,7 +509,7 @@ fn once(state: &State, client: IpAddr, who: &str, query: &str) -> Response<Proxy
     }
     let asked = match once_asked(&state.config.control, profile.as_deref(), url.as_deref()) {
         Ok(asked) => asked,
-        Err(resp) => return resp,
+        Err(refused) => return refused.page(),
     };
     // Signed over the URL as the bar wrote it (the one the page was served for).
     let given = url.as_deref().unwrap_or_default();
@@ -523,7 +533,7 @@ fn once(state: &State, client: IpAddr, who: &str, query: &str) -> Response<Proxy
 fn once_confirmed(state: &State, client: IpAddr, form: &HashMap<String, String>) -> Response<ProxyBody> {
     match once_asked(&state.config.control, form.get("profile").map(String::as_str), form.get("url").map(String::as_str)) {
         Ok(asked) => note_once(state, client, &asked),
-        Err(resp) => resp,
+        Err(refused) => refused.page(),
     }
 }
 

@@ -64,7 +64,7 @@ impl Conn {
         self.note.url.clone_from(&url);
         let accept_encoding = req.as_ref().and_then(|r| r.headers.get(header::ACCEPT_ENCODING).cloned());
         let accept = req.as_ref().and_then(|r| r.headers.get(header::ACCEPT).cloned());
-        let ex = Exchange { method: &method, host: &host, url: &url, accept_encoding, accept, profile: &profile };
+        let ex = Exchange { method: &method, host: &host, url: &url, accept_encoding, accept, profile: &profile, client: None };
         let limit = state.config.limits.max_rewrite_bytes;
         let status = StatusCode::from_u16(msg.res.status).map_err(|_| IcapError::HttpHead { why: "the status code is out of range" })?;
         let planned = msg.has_body.then(|| plan(&method, &profile, status, &msg.res.headers, limit)).flatten();
