@@ -601,8 +601,8 @@ if [ "$self_test" = 1 ]; then
     # refused (503) by the per-client cap set below one address's connections.
     refused=$(grep -ho 'statuses=[^ ]*' "$run"/load/warmup.0.*.out | grep -o '503:[0-9]*' | awk -F: '{ n += $2 } END { print n + 0 }')
     if [ "$verdict" = 1 ] && grep -q '^- FAIL load held' "$run/report.txt" && [ "${refused:-0}" -gt 0 ]; then
-        log "self-test PASS: with max_connections_per_client = $per_client below $per_address connections per healthy" \
-            "address, $refused healthy requests were refused 503 and the soak said FAIL, as it must"
+        log "self-test PASS: with max_connections_per_client = $per_client, below the connections one healthy address opens," \
+            "$refused healthy requests were refused 503 and the soak said FAIL, as it must"
         exit 0
     fi
     log "self-test FAIL: the soak should have failed on its healthy load (verdict exit $verdict, $refused refused 503)"

@@ -305,6 +305,33 @@ async fn a_page_whole_in_its_preview_needs_no_continue() {
     assert_decluttered(&String::from_utf8(a.body).expect("UTF-8"));
 }
 
+/// Squid 5.7 ends the encapsulated body cleanly when its origin closes early (the soak's
+/// `short-page` through Squid): the body is then shorter than the response's Content-Length,
+/// and pith must not answer it as a whole rewritten page.
+#[tokio::test]
+async fn a_body_short_of_its_content_length_is_never_rewritten_as_whole() {
+    let pith = IcapPith::start("", "").await;
+    let short = &CLUTTERED.as_bytes()[..CLUTTERED.len() / 2];
+    let head = html_head(CLUTTERED.len());
+    let mut c = Client::connect(pith.icap[0]).await;
+    // Whole in its preview (ieof): 204, Squid keeps its own copy.
+    c.send(&respmod(REQ, &head, short, Some(4096), true)).await;
+    assert_eq!(c.read().await.status, 204);
+    // No preview, no 204: an ICAP error, never a 200.
+    c.send(&respmod(REQ, &head, short, None, false)).await;
+    assert_eq!(c.read().await.status, 500);
+    // Longer than stated: the same.
+    let long = [CLUTTERED.as_bytes(), b"<p>more</p>"].concat();
+    c.send(&respmod(REQ, &head, &long, None, true)).await;
+    assert_eq!(c.read().await.status, 204);
+    assert_eq!(pith.counters.rewritten.load(Ordering::Relaxed), 0);
+    // The page whole is still rewritten, on the same connection.
+    c.send(&respmod(REQ, &head, CLUTTERED.as_bytes(), None, true)).await;
+    let a = c.read().await;
+    assert_eq!(a.status, 200, "{a:?}");
+    assert_decluttered(&String::from_utf8(a.body).expect("UTF-8"));
+}
+
 #[tokio::test]
 async fn a_gzip_page_comes_back_rewritten_and_gzip_for_a_client_that_takes_it() {
     let pith = IcapPith::start("", "").await;

@@ -52,6 +52,10 @@ enum Collected {
     Whole { decoded: Vec<u8>, hold: Reservation },
     /// Left alone after all; `raw` is the body read so far, as sent.
     Stopped { raw: Vec<Bytes>, why: &'static str },
+    /// The body ended at another length than the response's `Content-Length` says: the
+    /// proxy's origin cut it short (Squid 5.7 ends the encapsulated body cleanly when its
+    /// origin closes early), so there is no whole page to rewrite.
+    Short { got: u64, stated: u64 },
 }
 
 impl Conn {
@@ -73,6 +77,7 @@ impl Conn {
             Collected::Whole { decoded, hold } => (decoded, hold),
             Collected::Stopped { why, .. } if msg.committed.is_some() => return Err(Failure::Abandoned(why)),
             Collected::Stopped { raw, why } => return self.unchanged(state, &mut msg, raw, why).await,
+            Collected::Short { got, stated } => return self.short(&msg, got, stated).await,
         };
         let mut headers = std::mem::take(&mut msg.res.headers);
         let body = match respond::rewrite(state, &ex, &mut headers, decoded, None).await {
@@ -96,6 +101,23 @@ impl Conn {
         self.note.action = "error";
         if msg.committed.is_some() {
             return Err(Failure::Abandoned("error"));
+        }
+        if msg.allow_204 || msg.in_preview {
+            self.answer_status(204, "No Content", false).await
+        } else {
+            self.answer_status(500, "Server Error", false).await
+        }
+    }
+
+    /// A body that ended short of (or past) its `Content-Length`: never rewritten into a page
+    /// that looks whole. `204` hands the client back its own copy, whose length still tells
+    /// its client the page is short; without `204`, an ICAP error; after an early head, the
+    /// answer is cut short.
+    async fn short(&mut self, msg: &Message, got: u64, stated: u64) -> Result<u16, Failure> {
+        tracing::warn!(url = self.note.url, got, stated, "icap: the body ended at another length than its Content-Length; not rewritten");
+        self.note.action = "short";
+        if msg.committed.is_some() {
+            return Err(Failure::Abandoned("short"));
         }
         if msg.allow_204 || msg.in_preview {
             self.answer_status(204, "No Content", false).await
@@ -199,7 +221,8 @@ impl Conn {
     async fn collect(&mut self, state: &State, msg: &mut Message, planned: &Plan, ex: &Exchange<'_>, status: StatusCode) -> Result<Collected, Failure> {
         let limit = state.config.limits.max_rewrite_bytes;
         let path = Path::of(ex.profile);
-        let stated = msg.res.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0).min(limit);
+        let length = msg.res.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
+        let stated = length.unwrap_or(0).min(limit);
         let Some(mut hold) = state.budget.reserve(budget::page_cost(path, stated, stated, stated, 0)).await else {
             return Ok(Collected::Stopped { raw: Vec::new(), why: "over-budget" });
         };
@@ -240,6 +263,9 @@ impl Conn {
                 return Ok(Collected::Stopped { raw, why: "over-budget" });
             }
             if end {
+                if let Some(stated) = length.filter(|&n| n != raw_len) {
+                    return Ok(Collected::Short { got: raw_len, stated });
+                }
                 return Ok(Collected::Whole { decoded, hold });
             }
             if msg.committed.is_none() && !msg.in_preview && raw_len >= EARLY_HEAD_BYTES {
