@@ -1,15 +1,21 @@
 //! Applying one content-coding to a body for the client.
 //!
-//! The proxy re-encodes every page it rewrites, on the response path, so the levels below trade
-//! a little size for speed. They were compared on 25 pages of the development set (4.8 MB; a
-//! debug build, so only the ratios between settings mean anything): output size as a share of
-//! the page, and time relative to the chosen setting.
+//! The proxy re-encodes every page it rewrites, on the response path, so the levels below are
+//! chosen for speed on what it compresses: rewritten pages, 4 to 33 KB (mean 13.6 KB) on the 23
+//! pages of `perf/gate-pages.txt`. Measured with `cargo run --release --example codecs` on those
+//! pages (one thread, best of five rounds, a loaded two-core machine): output as a share of the
+//! page, and CPU per page.
 //!
-//! | setting | size | time |
-//! |---|---|---|
-//! | gzip 4 / **5** / 6 | 20.8% / 20.6% / 20.4% | 0.95 / 1 / 1.5 |
-//! | brotli q4 / **q5** / q6 | 18.7% / 17.4% / 17.2% | ≈ 1 / 1 / 1.1 |
-//! | brotli window 2^20 / 2^22 | same size | same time |
+//! | setting | size | µs per page |
+//! |---|---:|---:|
+//! | gzip 1 / **2** / 5 / 6 | 43.2% / 33.6% / 32.0% / 31.9% | 35 / 75 / 101 / 106 |
+//! | brotli q3 / **q4** / q5 | 33.0% / 30.9% / 29.1% | 126 / 352 / 784 |
+//! | zstd 1 / 3 / 6 | 34.0% / 33.0% / 31.8% | 38 / 50 / 127 |
+//!
+//! On a rewritten page, gzip 5 saved 220 bytes over gzip 2 for a third more time, and brotli q5
+//! 250 bytes over q4 for twice the time; gzip 1 (zlib-rs's quick strategy) costs 35% more bytes.
+//! Inflating the origin's page (gzip 6, mean 176 KB decoded) took 176 µs on the same run:
+//! more than compressing the rewritten page, and already zlib-rs's.
 
 use std::io::{self, Write};
 
@@ -18,14 +24,15 @@ use flate2::Compression;
 
 use super::{Coding, EncodeError};
 
-/// gzip and deflate level 5: level 6, the usual default, takes half as long again to save 0.2
-/// points of size; level 4 saves only 5% of the time.
-const FLATE_LEVEL: u32 = 5;
+/// gzip and deflate level 2, zlib-rs's fast strategy (no lazy matching): three quarters of level
+/// 5's time on rewritten pages for 1.6 points of size; level 1 is twice as fast again but its
+/// static codes make the page a third larger.
+const FLATE_LEVEL: u32 = 2;
 
-/// Brotli quality 5: the lowest quality with context modelling, which is what makes brotli beat
-/// gzip clearly on text (17.4% against 18.7% at q4, for about the same time); higher qualities
-/// search harder for little more.
-const BROTLI_QUALITY: u32 = 5;
+/// Brotli quality 4: less than half of quality 5's time on rewritten pages (352 against 784 µs
+/// a page) for 1.8 points of size, and still 2.7 points smaller than gzip; below quality 4
+/// brotli is no smaller than gzip 2 and slower.
+const BROTLI_QUALITY: u32 = 4;
 
 /// Brotli window of 2^20 = 1 MiB: pages fit in it (a wider window saved nothing on the sample),
 /// and the encoder's memory per connection grows with the window.
@@ -75,10 +82,9 @@ impl Encoder {
     /// as RFC 9110 defines it.
     ///
     /// Levels are chosen for a proxy that compresses every page it rewrites, on the response
-    /// path: gzip/deflate 5 (level 6 takes half as long again to save 0.2 points of size),
-    /// brotli quality 5 with a 1 MiB window (the first quality with context modelling, 17.4% of
-    /// the page against gzip's 20.6%; wider windows saved nothing on pages and cost memory per
-    /// connection), zstd 3 (the library default).
+    /// path (the module's table): gzip/deflate 2, brotli quality 4 with a 1 MiB window (wider
+    /// windows saved nothing on pages and cost memory per connection), zstd 3 (the library
+    /// default).
     pub fn new(coding: Coding) -> Encoder {
         let inner = match coding {
             Coding::Identity => Inner::Identity,

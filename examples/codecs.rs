@@ -1,0 +1,130 @@
+//! Bytes against time for the codings pith sends: how its compression levels were chosen.
+//!
+//! `cargo run --release --example codecs -- [--rounds N] FILE...` compresses each file (pages as
+//! pith rewrote them: `curl -x` through a declutter listener) with gzip levels 1 to 6, brotli
+//! qualities 1 to 6 and zstd levels 1 to 6, one thread, through [`pith::body`]'s own encoder
+//! settings where they apply, and prints per setting: output as a share of the input, and
+//! microseconds of CPU per page (the best of N rounds, so other load on the machine adds little).
+//! Then the inflate side: gzip level 6 bodies (what nginx's gzip_static serves here) decoded by
+//! pith's [`pith::body::Decoder`], in microseconds per page.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use flate2::write::GzEncoder;
+use flate2::Compression;
+use pith::body::{Coding, Decoder};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let mut rounds = 5;
+    if args.first().map(String::as_str) == Some("--rounds") && args.len() >= 2 {
+        rounds = args[1].parse()?;
+        args.drain(..2);
+    }
+    let pages: Vec<Vec<u8>> = args.iter().map(std::fs::read).collect::<Result<_, _>>()?;
+    if pages.is_empty() {
+        return Err("give the pages to compress as arguments".into());
+    }
+    let input: usize = pages.iter().map(Vec::len).sum();
+    println!(
+        "{} pages, {} bytes, mean {} bytes; best of {rounds} rounds",
+        pages.len(),
+        input,
+        input / pages.len()
+    );
+    println!("| setting | size | µs per page |");
+    println!("|---|---:|---:|");
+    let settings: Vec<(String, Box<dyn Fn(&[u8]) -> Vec<u8>>)> = (1..=6)
+        .map(|l| {
+            (
+                format!("gzip {l}"),
+                Box::new(move |p: &[u8]| gzip(p, l)) as Box<dyn Fn(&[u8]) -> Vec<u8>>,
+            )
+        })
+        .chain((1..=6).map(|q| {
+            (
+                format!("brotli q{q}"),
+                Box::new(move |p: &[u8]| brotli(p, q)) as Box<dyn Fn(&[u8]) -> Vec<u8>>,
+            )
+        }))
+        .chain((3..=5).map(|q| {
+            (
+                format!("brotli q{q}, window and size hint to the page"),
+                Box::new(move |p: &[u8]| brotli_fitted(p, q)) as Box<dyn Fn(&[u8]) -> Vec<u8>>,
+            )
+        }))
+        .chain((1..=6).map(|l| {
+            (
+                format!("zstd {l}"),
+                Box::new(move |p: &[u8]| zstd::encode_all(p, l).unwrap_or_default())
+                    as Box<dyn Fn(&[u8]) -> Vec<u8>>,
+            )
+        }))
+        .collect();
+    for (name, encode) in &settings {
+        let (bytes, time) = best(rounds, &pages, |p| encode(p).len());
+        println!(
+            "| {name} | {:.1}% | {:.0} |",
+            100.0 * bytes as f64 / input as f64,
+            per_page(time, pages.len())
+        );
+    }
+    let zipped: Vec<Vec<u8>> = pages.iter().map(|p| gzip(p, 6)).collect();
+    let (bytes, time) = best(rounds, &zipped, |z| {
+        let mut out = Vec::new();
+        let mut decoder = Decoder::new(&[Coding::Gzip], 64 << 20);
+        decoder
+            .decode_into(z, true, &mut out)
+            .map(|()| out.len())
+            .unwrap_or(0)
+    });
+    assert_eq!(bytes, input, "the decoder gives the pages back");
+    println!(
+        "| inflate gzip 6 (pith's Decoder) | | {:.0} |",
+        per_page(time, pages.len())
+    );
+    Ok(())
+}
+
+fn gzip(page: &[u8], level: u32) -> Vec<u8> {
+    let mut e = GzEncoder::new(Vec::new(), Compression::new(level));
+    e.write_all(page)
+        .and_then(|()| e.finish())
+        .unwrap_or_default()
+}
+
+fn brotli(page: &[u8], quality: u32) -> Vec<u8> {
+    let mut w = brotli::CompressorWriter::new(Vec::new(), 4096, quality, 20);
+    let _ = w.write_all(page);
+    w.into_inner()
+}
+
+/// Brotli with its window no wider than the page and the page's size as the encoder's hint, so
+/// a small page gets small tables.
+fn brotli_fitted(page: &[u8], quality: i32) -> Vec<u8> {
+    let mut params = brotli::enc::BrotliEncoderParams::default();
+    params.quality = quality;
+    params.lgwin =
+        (page.len().max(1 << 10).next_power_of_two().trailing_zeros() as i32).clamp(10, 20);
+    params.size_hint = page.len();
+    let mut w = brotli::CompressorWriter::with_params(Vec::new(), 4096, &params);
+    let _ = w.write_all(page);
+    w.into_inner()
+}
+
+/// Total output bytes of one round, and the fastest round's time.
+fn best(rounds: usize, pages: &[Vec<u8>], f: impl Fn(&[u8]) -> usize) -> (usize, Duration) {
+    let mut fastest = Duration::MAX;
+    let mut bytes = 0;
+    for _ in 0..rounds {
+        let start = Instant::now();
+        bytes = pages.iter().map(|p| f(p)).sum();
+        fastest = fastest.min(start.elapsed());
+    }
+    (bytes, fastest)
+}
+
+fn per_page(time: Duration, pages: usize) -> f64 {
+    time.as_secs_f64() * 1e6 / pages as f64
+}
