@@ -62,7 +62,16 @@ fi
 
 as_root=()
 [ "$(id -u)" -eq 0 ] || as_root=(sudo)
-"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive dpkg -i "$deb"
+# dpkg does not wait for another package manager's lock: try for up to two minutes.
+for try in $(seq 24); do
+    if out=$("${as_root[@]}" env DEBIAN_FRONTEND=noninteractive dpkg -i "$deb" 2>&1); then
+        echo "$out"
+        break
+    fi
+    echo "$out" >&2
+    grep -q 'lock' <<<"$out" && [ "$try" -lt 24 ] || { echo "package.sh: dpkg -i failed" >&2; exit 1; }
+    sleep 5
+done
 /usr/bin/pith check-config /etc/pith/proxy.toml
 unit=$(systemctl show -P FragmentPath pith.service 2>/dev/null || true)
 [ -n "$unit" ] && [ -f "$unit" ] || unit=$(dpkg -L pith | grep -E '/pith\.service$' | head -n 1)
