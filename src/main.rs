@@ -70,8 +70,13 @@ enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
-    /// Print the manual page (roff) to standard output (`pith man | man -l -`).
-    Man,
+    /// Print the manual page (roff) to standard output (`pith man | man -l -`), or write it and
+    /// one page per command (pith-serve.1, …) to a folder.
+    Man {
+        /// Write pith.1 and every command's page here instead.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
 }
 
 #[derive(clap::Args, Default)]
@@ -161,7 +166,8 @@ fn main() -> ExitCode {
             clap_complete::generate(shell, &mut Cli::command(), "pith", &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)
         }
-        Command::Man => clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()).context("cannot write to standard output").map(|()| ExitCode::SUCCESS),
+        Command::Man { dir: None } => clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()).context("cannot write to standard output").map(|()| ExitCode::SUCCESS),
+        Command::Man { dir: Some(dir) } => clap_mangen::generate_to(Cli::command(), &dir).with_context(|| format!("cannot write the manual pages to {}", dir.display())).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

@@ -27,7 +27,7 @@ pub fn skipped(what: &str, instead: &str) {
         .name()
         .unwrap_or("a test")
         .to_string();
-    let line = format!("{test}: {what} is not beside this clone (no ../shared); {instead}");
+    let line = format!("{test}: needs {what}, missing here (no ../shared beside this clone); {instead}");
     if std::env::var("CI").is_ok_and(|v| v == "true") {
         panic!("CI=true and {line}: CI must run every test in full");
     }

@@ -328,3 +328,29 @@ fn the_readme_quick_starts_and_the_packaged_config_pass_check_config() {
         assert!(out.status.success(), "{origin}: check-config refused it:\n{}\n{text}", String::from_utf8_lossy(&out.stderr));
     }
 }
+
+/// The package's man page and completions come from the command-line definitions: every
+/// command is in each of them.
+#[test]
+fn completions_and_the_man_page_name_every_command() {
+    for args in [&["man"][..], &["completions", "bash"], &["completions", "zsh"], &["completions", "fish"]] {
+        let out = crate::common::binary::run(args);
+        assert!(out.status.success(), "pith {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout);
+        // roff writes a hyphen as `\-`.
+        let text = text.replace("\\-", "-");
+        for command in ["serve", "extract", "check-config", "completions"] {
+            assert!(text.contains(command), "pith {args:?} lacks {command}:\n{text}");
+        }
+    }
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let man = crate::common::binary::run(&["man", "--dir", dir.path().to_str().unwrap()]);
+    assert!(man.status.success(), "{}", String::from_utf8_lossy(&man.stderr));
+    let mut pages: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    pages.sort();
+    for page in ["pith.1", "pith-serve.1", "pith-check-config.1", "pith-ca-init.1", "pith-completions.1"] {
+        assert!(pages.iter().any(|p| p == page), "{page} missing from {pages:?}");
+    }
+    let bad = crate::common::binary::run(&["completions", "cmd.exe"]);
+    assert_eq!(bad.status.code(), Some(2), "an unknown shell is a usage error");
+}

@@ -172,8 +172,14 @@ fn depth_guard_is_left_to_html5ever() {
 /// a change that lowers the counts should lower the ceiling with it.
 const MAX_BAILS: [usize; 2] = [1, 1];
 
+/// The same ceiling over the 14 WCXB pages vendored for a clone without the development set
+/// ([`crate::testdata`]): today's counts, three each (two pages open a second `<body>`, one
+/// uses `<template>`).
+const MAX_BAILS_VENDORED: [usize; 2] = [3, 3];
+
 #[test]
 fn every_development_page_gives_the_same_tree() {
+    let max_bails = if crate::testdata::dev_set("scrapinghub").is_some() { MAX_BAILS } else { MAX_BAILS_VENDORED };
     let (mut pages, mut bails) = (0, [0, 0]);
     let mut reasons = std::collections::BTreeMap::<String, usize>::new();
     for (_, html) in crate::dom::tests::bench_page_files() {
@@ -191,8 +197,8 @@ fn every_development_page_gives_the_same_tree() {
     reasons.sort_by_key(|r| std::cmp::Reverse(r.1));
     eprintln!("{pages} pages; bailed: {} unfiltered, {} filtered; where: {reasons:?}", bails[0], bails[1]);
     assert!(
-        bails[0] <= MAX_BAILS[0] && bails[1] <= MAX_BAILS[1],
-        "the direct builder bailed on {bails:?} pages (unfiltered, filtered) of {pages}; at most {MAX_BAILS:?}"
+        bails[0] <= max_bails[0] && bails[1] <= max_bails[1],
+        "the direct builder bailed on {bails:?} pages (unfiltered, filtered) of {pages}; at most {max_bails:?}"
     );
 }
 
