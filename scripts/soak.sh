@@ -63,7 +63,7 @@
 #                 a quarter of --per-address; passes (exit 0) only when the soak then fails
 #                 because pith refused healthy clients (503)
 #
-# Needs nginx, curl, openssl (installed with apt-get when missing, as scripts/perf.sh does),
+# Needs nginx, squid, curl, openssl (installed with apt-get when missing, as scripts/perf.sh does),
 # cargo (for tools/loadgen) and python3 (3.11, standard library only). Every process it starts
 # is stopped on exit, by PID; every step has a timeout, so it ends by itself (about --secs plus
 # --attack-secs plus a minute or two: some 7 minutes with the defaults).
