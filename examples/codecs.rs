@@ -48,12 +48,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 Box::new(move |p: &[u8]| brotli(p, q)) as Box<dyn Fn(&[u8]) -> Vec<u8>>,
             )
         }))
-        .chain((3..=5).map(|q| {
-            (
-                format!("brotli q{q}, window and size hint to the page"),
-                Box::new(move |p: &[u8]| brotli_fitted(p, q)) as Box<dyn Fn(&[u8]) -> Vec<u8>>,
-            )
-        }))
         .chain((1..=6).map(|l| {
             (
                 format!("zstd {l}"),
@@ -96,19 +90,6 @@ fn gzip(page: &[u8], level: u32) -> Vec<u8> {
 
 fn brotli(page: &[u8], quality: u32) -> Vec<u8> {
     let mut w = brotli::CompressorWriter::new(Vec::new(), 4096, quality, 20);
-    let _ = w.write_all(page);
-    w.into_inner()
-}
-
-/// Brotli with its window no wider than the page and the page's size as the encoder's hint, so
-/// a small page gets small tables.
-fn brotli_fitted(page: &[u8], quality: i32) -> Vec<u8> {
-    let mut params = brotli::enc::BrotliEncoderParams::default();
-    params.quality = quality;
-    params.lgwin =
-        (page.len().max(1 << 10).next_power_of_two().trailing_zeros() as i32).clamp(10, 20);
-    params.size_hint = page.len();
-    let mut w = brotli::CompressorWriter::with_params(Vec::new(), 4096, &params);
     let _ = w.write_all(page);
     w.into_inner()
 }
