@@ -35,27 +35,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!("| setting | size | µs per page |");
     println!("|---|---:|---:|");
-    let settings: Vec<(String, Box<dyn Fn(&[u8]) -> Vec<u8>>)> = (1..=6)
-        .map(|l| {
-            (
-                format!("gzip {l}"),
-                Box::new(move |p: &[u8]| gzip(p, l)) as Box<dyn Fn(&[u8]) -> Vec<u8>>,
-            )
-        })
-        .chain((1..=6).map(|q| {
-            (
-                format!("brotli q{q}"),
-                Box::new(move |p: &[u8]| brotli(p, q)) as Box<dyn Fn(&[u8]) -> Vec<u8>>,
-            )
-        }))
-        .chain((1..=6).map(|l| {
-            (
-                format!("zstd {l}"),
-                Box::new(move |p: &[u8]| zstd::encode_all(p, l).unwrap_or_default())
-                    as Box<dyn Fn(&[u8]) -> Vec<u8>>,
-            )
-        }))
-        .collect();
+    let mut settings: Vec<(String, Codec)> = Vec::new();
+    for level in 1..=6 {
+        settings.push((format!("gzip {level}"), Box::new(move |p| gzip(p, level))));
+    }
+    for quality in 1..=6 {
+        settings.push((
+            format!("brotli q{quality}"),
+            Box::new(move |p| brotli(p, quality)),
+        ));
+    }
+    for level in 1..=6 {
+        settings.push((
+            format!("zstd {level}"),
+            Box::new(move |p| zstd::encode_all(p, level).unwrap_or_default()),
+        ));
+    }
     for (name, encode) in &settings {
         let (bytes, time) = best(rounds, &pages, |p| encode(p).len());
         println!(
@@ -80,6 +75,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     Ok(())
 }
+
+/// One setting of one codec: a page in, its encoded bytes out.
+type Codec = Box<dyn Fn(&[u8]) -> Vec<u8>>;
 
 fn gzip(page: &[u8], level: u32) -> Vec<u8> {
     let mut e = GzEncoder::new(Vec::new(), Compression::new(level));
