@@ -35,33 +35,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!("| setting | size | µs per page |");
     println!("|---|---:|---:|");
-    let settings: Vec<(String, Box<dyn Fn(&[u8]) -> Vec<u8>>)> = (1..=6)
-        .map(|l| {
-            (
-                format!("gzip {l}"),
-                Box::new(move |p: &[u8]| gzip(p, l)) as Box<dyn Fn(&[u8]) -> Vec<u8>>,
-            )
-        })
-        .chain((1..=6).map(|q| {
-            (
-                format!("brotli q{q}"),
-                Box::new(move |p: &[u8]| brotli(p, q)) as Box<dyn Fn(&[u8]) -> Vec<u8>>,
-            )
-        }))
-        .chain((3..=5).map(|q| {
-            (
-                format!("brotli q{q}, window and size hint to the page"),
-                Box::new(move |p: &[u8]| brotli_fitted(p, q)) as Box<dyn Fn(&[u8]) -> Vec<u8>>,
-            )
-        }))
-        .chain((1..=6).map(|l| {
-            (
-                format!("zstd {l}"),
-                Box::new(move |p: &[u8]| zstd::encode_all(p, l).unwrap_or_default())
-                    as Box<dyn Fn(&[u8]) -> Vec<u8>>,
-            )
-        }))
-        .collect();
+    let mut settings: Vec<(String, Codec)> = Vec::new();
+    for level in 1..=6 {
+        settings.push((format!("gzip {level}"), Box::new(move |p| gzip(p, level))));
+    }
+    for quality in 1..=6 {
+        settings.push((
+            format!("brotli q{quality}"),
+            Box::new(move |p| brotli(p, quality)),
+        ));
+    }
+    for level in 1..=6 {
+        settings.push((
+            format!("zstd {level}"),
+            Box::new(move |p| zstd::encode_all(p, level).unwrap_or_default()),
+        ));
+    }
     for (name, encode) in &settings {
         let (bytes, time) = best(rounds, &pages, |p| encode(p).len());
         println!(
@@ -87,6 +76,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// One setting of one codec: a page in, its encoded bytes out.
+type Codec = Box<dyn Fn(&[u8]) -> Vec<u8>>;
+
 fn gzip(page: &[u8], level: u32) -> Vec<u8> {
     let mut e = GzEncoder::new(Vec::new(), Compression::new(level));
     e.write_all(page)
@@ -96,19 +88,6 @@ fn gzip(page: &[u8], level: u32) -> Vec<u8> {
 
 fn brotli(page: &[u8], quality: u32) -> Vec<u8> {
     let mut w = brotli::CompressorWriter::new(Vec::new(), 4096, quality, 20);
-    let _ = w.write_all(page);
-    w.into_inner()
-}
-
-/// Brotli with its window no wider than the page and the page's size as the encoder's hint, so
-/// a small page gets small tables.
-fn brotli_fitted(page: &[u8], quality: i32) -> Vec<u8> {
-    let mut params = brotli::enc::BrotliEncoderParams::default();
-    params.quality = quality;
-    params.lgwin =
-        (page.len().max(1 << 10).next_power_of_two().trailing_zeros() as i32).clamp(10, 20);
-    params.size_hint = page.len();
-    let mut w = brotli::CompressorWriter::with_params(Vec::new(), 4096, &params);
     let _ = w.write_all(page);
     w.into_inner()
 }

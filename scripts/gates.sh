@@ -71,7 +71,7 @@ while [ $# -gt 0 ]; do
         --inflate) inflate=$2; shift 2;;
         --measure-only) measure_only=1; shift;;
         --self-test) exec python3 "$gates_py" self-test --budgets "$budgets";;
-        -h|--help) sed -n '2,47p' "$0"; exit 0;;
+        -h|--help) sed -n '2,48p' "$0"; exit 0;;
         *) echo "gates.sh: unknown argument $1 (see --help)" >&2; exit 2;;
     esac
 done
