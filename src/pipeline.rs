@@ -576,7 +576,7 @@ struct HiddenPage {
 }
 
 /// Reading mode from content only scripts would show: the largest hidden copy of the page
-/// (`<noscript>`, a template script, JSON-LD `articleBody`), put through stage 1 and, unless it
+/// (`<noscript>` or JSON-LD `articleBody`), put through stage 1 and, unless it
 /// is the article itself, the page's extractor; taken when it holds far more non-link text
 /// than the visible result ([`hidden::is_far_more`]) and passes [`judge`]. Only a short visible
 /// result is compared ([`hidden::MAX_VISIBLE`]), and the hidden copies are measured by one
