@@ -383,7 +383,7 @@ struct Tally {
     failures: usize,
     /// Reading mode served the declutter page instead.
     fallbacks: usize,
-    /// Reading mode read a copy only scripts would show (`<noscript>`, a template, JSON-LD).
+    /// Reading mode read a copy only scripts would show (`<noscript>`, JSON-LD).
     hidden: usize,
 }
 

@@ -92,7 +92,7 @@ fn extract_reads_a_post_only_scripts_would_show_and_counts_it() {
     let dir = tempfile::tempdir().unwrap();
     let page = dir.path().join("post.html");
     let post = "<article><p>Spring tides come twice a month, at new and full moon, when the sun and the moon pull in line and the range between high and low water is at its widest.</p><p>Neap tides fall between them, with the sun and the moon at right angles, and the range at its narrowest.</p></article>";
-    std::fs::write(&page, format!("<html><head><title>Spring tides</title></head><body><h1>The Coastal Blog</h1><p>Notes from the harbour wall.</p><script type=\"text/template\">{post}</script></body></html>")).unwrap();
+    std::fs::write(&page, format!("<html><head><title>Spring tides</title></head><body><h1>The Coastal Blog</h1><p>Notes from the harbour wall.</p><noscript>{post}</noscript></body></html>")).unwrap();
 
     let output = pith(&[os("extract"), os("--profile"), os("reader"), os("--format"), os("text"), page.as_os_str()]);
     let stderr = String::from_utf8_lossy(&output.stderr);

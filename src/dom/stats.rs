@@ -294,6 +294,9 @@ fn element_kind(e: &Element) -> u8 {
         | local_name!("noembed")
         | local_name!("noframes")
         | local_name!("datalist") => HIDES,
+        // Ruby annotations (a reading of the base text, and the parentheses a browser without
+        // ruby shows around it) run into the words when read as text: a reader hears the base.
+        local_name!("rt") | local_name!("rp") => HIDES,
         local_name!("select")
         | local_name!("iframe")
         | local_name!("audio")

@@ -1,6 +1,8 @@
-//! Content that only scripts would show: an article held in `<noscript>`, in a template script
-//! (`<script type="text/template">` and its kin) or in JSON-LD's `articleBody`, while the
-//! visible page holds next to nothing (a tagline, a "loading…" shell).
+//! Content that only scripts would show: an article held in `<noscript>` or in JSON-LD's
+//! `articleBody`, while the visible page holds next to nothing (a tagline, a "loading…" shell).
+//! A template script (`<script type="text/template">` and its kin) is never content: it is
+//! markup with holes (`<# if ( data.x ) { #>`, `{{name}}`) that scripts fill, read aloud it is
+//! code, and a page that shows it shows it filled in elsewhere.
 //!
 //! Reading mode sees the page as a browser without scripts would, with `<noscript>` hidden as
 //! a browser with scripts hides it: such a page yields a few words. This module finds the
@@ -16,8 +18,8 @@
 //! `<noscript>` and `<script>`, so `<noscript>` in a comment or a script string is not one).
 //!
 //! What each source gives:
-//! - `<noscript>` and template scripts hold HTML: a page (or a fragment) that is extracted as
-//!   the visible page is, so its menus and footers go too.
+//! - `<noscript>` holds HTML: a page (or a fragment) that is extracted as the visible page
+//!   is, so its menus and footers go too.
 //! - JSON-LD `articleBody` is the publisher's statement of the article: plain text (its line
 //!   breaks become paragraphs) or, from some publishing systems, HTML. It is the article as it
 //!   stands and is not extracted again.
@@ -42,9 +44,6 @@ pub enum HiddenSource {
     JsonLd,
     /// A `<noscript>` element.
     Noscript,
-    /// A template script: `type` `text/html`, or a `text/` type naming a template
-    /// (`text/template`, `text/x-template`, `text/x-handlebars-template`, …).
-    Template,
 }
 
 impl HiddenSource {
@@ -59,7 +58,6 @@ impl fmt::Display for HiddenSource {
         f.write_str(match self {
             HiddenSource::JsonLd => "json-ld",
             HiddenSource::Noscript => "noscript",
-            HiddenSource::Template => "template",
         })
     }
 }
@@ -94,14 +92,14 @@ pub fn bytes_needed(visible: u32, min_content: u32) -> Option<usize> {
 }
 
 /// An upper bound on the size of the largest hidden copy in `page`, in bytes, from one search
-/// over its bytes: the content of each `<noscript>` and template script, and the value of each
+/// over its bytes: the content of each `<noscript>`, and the value of each
 /// `"articleBody"`. 0 on a page without any.
 pub fn largest_bytes(page: &str) -> usize {
     static OPENINGS: LazyLock<AhoCorasick> = LazyLock::new(|| {
         AhoCorasick::builder()
             .ascii_case_insensitive(true)
-            .build(["<noscript", "<script", "\"articleBody\""])
-            .expect("three literal patterns always build")
+            .build(["<noscript", "\"articleBody\""])
+            .expect("two literal patterns always build")
     });
     let bytes = page.as_bytes();
     let mut largest = 0;
@@ -109,14 +107,6 @@ pub fn largest_bytes(page: &str) -> usize {
         let rest = &bytes[found.end()..];
         let size = match found.pattern().as_usize() {
             0 => element_content(rest, b"</noscript"),
-            1 => {
-                let tag_end = memchr::memchr(b'>', rest).unwrap_or(rest.len());
-                let tag = &rest[..tag_end];
-                match contains_ignore_case(tag, b"template") || contains_ignore_case(tag, b"text/html") {
-                    true => element_content(rest, b"</script"),
-                    false => 0,
-                }
-            }
             _ => json_string_bytes(rest),
         };
         largest = largest.max(size);
@@ -133,7 +123,6 @@ pub fn find(page: &str, min_bytes: usize) -> Vec<Hidden> {
         let source = match tree.tag(id) {
             Some("noscript") => HiddenSource::Noscript,
             Some("script") => match tree.attr(id, "type").map(|t| t.trim().to_ascii_lowercase()) {
-                Some(t) if is_template_type(&t) => HiddenSource::Template,
                 Some(t) if t == "application/ld+json" => HiddenSource::JsonLd,
                 _ => continue,
             },
@@ -153,11 +142,6 @@ pub fn find(page: &str, min_bytes: usize) -> Vec<Hidden> {
     }
     found.sort_by_key(|h| std::cmp::Reverse(h.html.len()));
     found
-}
-
-/// `text/html`, or a `text/` type that names a template.
-fn is_template_type(t: &str) -> bool {
-    t == "text/html" || (t.starts_with("text/") && t.contains("template"))
 }
 
 /// The longest `"articleBody"` string value in a JSON-LD block (a block may describe several
@@ -259,10 +243,6 @@ fn json_string_bytes(rest: &[u8]) -> usize {
     rest.len() - start - 1
 }
 
-fn contains_ignore_case(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack.windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -278,13 +258,11 @@ mod tests {
     }
 
     #[test]
-    fn template_scripts_of_each_type_are_found() {
+    fn template_scripts_are_never_content() {
         for t in ["text/template", "TEXT/X-Template", "text/html", "text/x-handlebars-template"] {
-            let page = format!("<body><script type='{t}'><article><p>{POST}</p></article></script><script>var a = '<p>{POST}</p>';</script></body>");
-            assert!(largest_bytes(&page) >= POST.len(), "{t}");
-            let found = find(&page, 20);
-            assert_eq!(found.len(), 1, "{t}: only the template, not the code: {found:?}");
-            assert_eq!((found[0].source, found[0].html.as_str()), (HiddenSource::Template, format!("<article><p>{POST}</p></article>").as_str()));
+            let page = format!("<body><script type='{t}'><# if ( data.post ) {{ #><article><p>{POST}</p></article><# }} #></script></body>");
+            assert_eq!(largest_bytes(&page), 0, "{t}");
+            assert!(find(&page, 20).is_empty(), "{t}");
         }
     }
 

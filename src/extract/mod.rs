@@ -22,8 +22,8 @@
 //! [`presets`] holds Crunch's named presets as data; [`prose`] finds paragraphs and the page's
 //! main content, which the removers protect; [`declutter`] orchestrates and owns the safety net
 //! (a page never loses its main prose: a run that takes it means a gentler preset). [`hidden`]
-//! finds content only scripts would show (`<noscript>`, template scripts, JSON-LD
-//! `articleBody`), which reading mode reads when the visible page holds next to nothing.
+//! finds content only scripts would show (`<noscript>`, JSON-LD `articleBody`; template
+//! scripts are never content), which reading mode reads when the visible page holds next to nothing.
 //!
 //! Reading mode's extractors, in `extractors/`, one file each with its source, are named by
 //! [`algorithm`] ([`algorithm::Algorithm`]: `pith`, the default, with its parts under `pith/`,

@@ -2,15 +2,17 @@
 //! what goes, written out as plain text ([`text`]), as HTML ([`html`]), or as reading mode's
 //! own accessible page ([`reader`]: the title as the one `<h1>`, metadata, a table of contents,
 //! the content without presentational markup); the declutter page's "Removed links" section
-//! ([`retained`]); and what either adds for a screen reader or a keyboard ([`access`]).
+//! ([`retained`]); and what either adds for a screen reader or a keyboard ([`access`]). Every text they write
+//! is first made what a reader hears ([`heard`]: no soft hyphens, NFC).
 //!
 //! Renderers are pure functions from a tree to a `String`. They skip removed subtrees and walk
 //! with [`Tree::traverse`](crate::dom::Tree::traverse), whose stack is on the heap, so a
 //! pathologically deep page costs memory, never the thread's stack. Choosing what to remove
 //! belongs to [`crate::extract`] and its callers.
 
-pub mod html;
 pub(crate) mod access;
+pub mod heard;
+pub mod html;
 pub mod reader;
 pub mod retained;
 pub mod text;

@@ -106,6 +106,7 @@ impl Writer {
     }
 
     fn text(&mut self, text: &str) {
+        let text = &*super::heard::heard(text);
         if self.pre > 0 {
             if !text.is_empty() {
                 self.flush_gap();
@@ -219,6 +220,10 @@ mod tests {
     }
 
     renders! {
+        ruby_reads_its_base_text: "<p><ruby>漢<rp>(</rp><rt>kan</rt><rp>)</rp>字<rt>ji</rt></ruby>です</p>"
+            => "漢字です\n";
+        soft_hyphens_go_and_text_is_composed: "<p>Donau\u{ad}dampf\u{ad}schiff im Cafe\u{301}</p>"
+            => "Donaudampfschiff im Café\n";
         blocks_one_per_line:
             "<h1>Title</h1><p>First  para\n   with   spaces.</p><div>Div <b>bold</b> text</div>"
             => "Title\nFirst para with spaces.\nDiv bold text\n";

@@ -529,6 +529,7 @@ impl<'t> Content<'t> {
     }
 
     fn text(&mut self, text: &str) {
+        let text = &*crate::render::heard::heard(text);
         if self.phrasing > 0 && self.frames.iter().any(|f| matches!(f, Frame::Kept("pre", ..))) {
             escape(text, &mut self.out);
             self.written = true;

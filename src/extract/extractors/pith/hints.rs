@@ -3,11 +3,12 @@
 //!
 //! Names are split into words at every character that is not a letter or digit and at
 //! lower-to-upper case changes (`articleBody` → `article`, `body`), lower-cased in a stack
-//! buffer, and each word is looked up in the tables below. Whole words, not substrings: a
-//! substring test takes `ad` for clutter in `header`, `shadow` and `download`. Words that are
-//! clutter only as a prefix (`comments`, `sharebar`) are matched by stem. No allocation, and
-//! most words are turned away by one table lookup on their first letter and length: this runs
-//! on every element of the page, so it was the extractor's largest cost.
+//! buffer, and each word is looked up in the words of `filters/reader-names.txt` (English and
+//! ten other languages; data, not code). Whole words, not substrings: a substring test takes
+//! `ad` for clutter in `header`, `shadow` and `download`. Words that are clutter only as a
+//! prefix (`comments`, `sharebar`) are matched by stem. No allocation, and most words are
+//! turned away by one table lookup on their first letter and length: this runs on every
+//! element of the page, so it was the extractor's largest cost.
 
 use std::sync::LazyLock;
 
@@ -128,111 +129,9 @@ const BYTE_KIND: [u8; 256] = {
     t
 };
 
-const P: u8 = Hints::POSITIVE;
-const N: u8 = Hints::NEGATIVE;
-const U: u8 = Hints::UNLIKELY;
-const M: u8 = Hints::MAYBE;
-const S: u8 = Hints::SHARE;
-const X: u8 = Hints::META;
-const C: u8 = Hints::CAPTION;
-
-/// The words that carry a hint, whole, in alphabetical order (a test checks it: lookups scan
-/// only the run of their first letter, see [`RUNS`]); [`STEMS`] holds those matched as
-/// prefixes. P: content, N: around content, U: never the article, M: may hold the article,
-/// S: sharing, X: metadata line, C: caption or credit.
-#[rustfmt::skip]
-const WORDS: &[(&[u8], u8)] = &[
-    (b"ad", N), (b"addthis", N | U | S), (b"ads", N), (b"adsbygoogle", N), (b"advert", N),
-    (b"advertisement", N), (b"agegate", N | U), (b"article", P | M), (b"articlebody", P | M),
-    (b"articles", P | M), (b"attribution", N | C), (b"author", N | X), (b"authors", N | X),
-    (b"banner", N | U), (b"blog", P), (b"body", P | M), (b"breadcrumb", N | U),
-    (b"breadcrumbs", N | U), (b"byline", N | X),
-    (b"caption", N | C), (b"col", M), (b"column", M), (b"combx", N | U), (b"community", N | U),
-    (b"consent", N | U), (b"contact", N), (b"content", P | M), (b"contents", P | M),
-    (b"cookie", N | U), (b"cookies", N | U), (b"courtesy", N | C), (b"credit", N | C),
-    (b"credits", N | C),
-    (b"date", N | X), (b"dateline", N | X), (b"disqus", N | U),
-    (b"entry", P),
-    (b"figcaption", N | C), (b"footer", N | U),
-    (b"gdpr", N),
-    (b"header", N | U), (b"hentry", P),
-    (b"legends", N | U),
-    (b"main", P | M), (b"masthead", N), (b"menu", N | U), (b"meta", N | X), (b"modal", N | U),
-    (b"nav", N | U), (b"navbar", N | U), (b"navigation", N | U), (b"newsletter", N | U), (b"next", N | U),
-    (b"outbrain", N),
-    (b"pager", N | U), (b"pagination", N | U), (b"popular", N | U), (b"popup", N | U),
-    (b"post", P), (b"posted", N | X), (b"prev", N | U), (b"previous", N | U), (b"promo", N), (b"promotion", N), (b"prose", P),
-    (b"pubdate", N | X), (b"published", N | X),
-    (b"recirc", N | U), (b"recommended", N | U), (b"related", N | U), (b"remark", N | U),
-    (b"replies", N | U), (b"richtext", P), (b"rss", N | U),
-    (b"scroll", N), (b"share", N | U | S), (b"sharedaddy", N | U | S), (b"shares", N | U | S),
-    (b"sharethis", N | U | S), (b"sharing", N | U | S), (b"shopping", N), (b"shoutbox", N | U),
-    (b"sidebar", N | U), (b"signup", N | U), (b"skyscraper", N), (b"social", N | U | S),
-    (b"sponsor", N), (b"sponsored", N), (b"story", P), (b"subscribe", N | U),
-    (b"subscription", N | U), (b"supplemental", N | U),
-    (b"taboola", N), (b"tag", N), (b"tags", N), (b"text", P), (b"time", N | X),
-    (b"timestamp", N | X), (b"trending", N | U),
-    (b"updated", N | X),
-    (b"widget", N), (b"widgets", N),
-];
-
-/// Words that carry a hint as a prefix of a longer word (`comments`, `sharebar`).
-const STEMS: &[(&[u8], u8)] = &[
-    (b"comment", N | U),
-    (b"related", N | U),
-    (b"advert", N),
-    (b"sponsor", N),
-    (b"promo", N),
-    (b"social", N | U | S),
-    (b"share", N | U | S),
-];
-
-/// For each first letter, the run of [`WORDS`] that starts with it: (start, end).
-const RUNS: [(u8, u8); 26] = runs();
-
-const fn runs() -> [(u8, u8); 26] {
-    let mut r = [(0u8, 0u8); 26];
-    let mut i = 0;
-    while i < WORDS.len() {
-        let l = (WORDS[i].0[0] - b'a') as usize;
-        if r[l].1 == 0 {
-            r[l].0 = i as u8;
-        }
-        r[l].1 = i as u8 + 1;
-        i += 1;
-    }
-    r
-}
-
-/// For each first letter, a bit per word length: whether some word of [`WORDS`] or some
-/// stem of [`STEMS`] (any length from the stem's up) could match. Most class words (`row`,
-/// `wrapper`, `col-md-6`) are rejected by this one lookup.
-const FILTER: [u32; 26] = filter();
-
-const fn filter() -> [u32; 26] {
-    let mut f = [0u32; 26];
-    let mut i = 0;
-    while i < WORDS.len() {
-        let w = WORDS[i].0;
-        f[(w[0] - b'a') as usize] |= 1 << w.len();
-        i += 1;
-    }
-    let mut i = 0;
-    while i < STEMS.len() {
-        let w = STEMS[i].0;
-        f[(w[0] - b'a') as usize] |= u32::MAX << w.len();
-        i += 1;
-    }
-    f
-}
-
-/// The hint bits of one lower-case word: the table above, then the other languages' words
-/// ([`Names`], from `filters/reader-names.txt`).
+/// The hint bits of one lower-case word ([`Names`], from `filters/reader-names.txt`).
 fn classify(w: &[u8]) -> u8 {
-    match builtin(w) {
-        0 => NAMES.classify(w),
-        bits => bits,
-    }
+    NAMES.classify(w)
 }
 
 /// The words of `filters/reader-names.txt`, read once.
@@ -241,8 +140,8 @@ static NAMES: LazyLock<Names> = LazyLock::new(|| Names::parse(BUILTIN_NAMES).unw
 /// The built-in names file.
 const BUILTIN_NAMES: &str = include_str!("../../../../filters/reader-names.txt");
 
-/// Class and id words in other languages than the code's table: whole words, sorted, and
-/// stems, with a filter like [`FILTER`] so most words are turned away by one lookup.
+/// Class and id words: whole words, sorted, and stems, with a filter per first letter (a bit
+/// per length a word or stem could match) so most words are turned away by one lookup.
 #[derive(Default, Debug)]
 struct Names {
     filter: [u32; 26],
@@ -269,6 +168,8 @@ impl Names {
                     "meta" => Hints::META,
                     "share" => Hints::SHARE,
                     "content" => Hints::POSITIVE,
+                    "maybe" => Hints::MAYBE,
+                    "caption" => Hints::CAPTION,
                     _ => return Err(bad("unknown kind")),
                 };
             }
@@ -318,26 +219,6 @@ impl Names {
     }
 }
 
-/// The hint bits of one lower-case word by the table above.
-fn builtin(w: &[u8]) -> u8 {
-    let Some(&first) = w.first() else { return 0 };
-    if !first.is_ascii_lowercase() || w.len() >= 32 {
-        return 0;
-    }
-    if FILTER[(first - b'a') as usize] & (1 << w.len()) == 0 {
-        return 0;
-    }
-    let (start, end) = RUNS[(first - b'a') as usize];
-    let run = WORDS.get(start as usize..end as usize).unwrap_or(&[]);
-    if let Some(&(_, bits)) = run.iter().find(|(k, _)| *k == w) {
-        return bits;
-    }
-    STEMS
-        .iter()
-        .find(|(k, _)| w.starts_with(k))
-        .map_or(0, |&(_, bits)| bits)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -349,17 +230,34 @@ mod tests {
         of(&tree, div)
     }
 
+    const P: u8 = Hints::POSITIVE;
+    const N: u8 = Hints::NEGATIVE;
+    const U: u8 = Hints::UNLIKELY;
+    const M: u8 = Hints::MAYBE;
+    const S: u8 = Hints::SHARE;
+    const X: u8 = Hints::META;
+    const C: u8 = Hints::CAPTION;
+
     #[test]
-    fn words_are_sorted_and_every_one_is_found() {
-        assert!(WORDS.windows(2).all(|p| p[0].0 < p[1].0));
-        assert!(WORDS.len() < 256);
-        for &(w, bits) in WORDS {
+    fn english_words_and_stems_carry_their_kinds() {
+        for (w, bits) in [
+            (&b"article"[..], P | M),
+            (b"entry", P),
+            (b"column", M),
+            (b"ad", N),
+            (b"sidebar", N | U),
+            (b"share", N | U | S),
+            (b"byline", N | X),
+            (b"figcaption", N | C),
+            (b"commentlist", N | U),
+            (b"relatedposts", N | U),
+            (b"sharebar", N | U | S),
+            (b"advertorial", N),
+            (b"wrapper", 0),
+            (b"", 0),
+        ] {
             assert_eq!(classify(w), bits, "{}", String::from_utf8_lossy(w));
         }
-        assert_eq!(classify(b"commentlist"), N | U);
-        assert_eq!(classify(b"relatedposts"), N | U);
-        assert_eq!(classify(b"wrapper"), 0);
-        assert_eq!(classify(b""), 0);
     }
 
     #[test]
@@ -377,7 +275,7 @@ mod tests {
     #[test]
     fn the_names_file_parses_and_its_words_are_found() {
         let names = Names::parse(BUILTIN_NAMES).expect("the built-in names parse");
-        assert!(names.words.len() > 60, "{}", names.words.len());
+        assert!(names.words.len() > 180, "{}", names.words.len());
         for (w, bits) in &names.words {
             assert_eq!(names.classify(w), *bits, "{}", String::from_utf8_lossy(w));
         }
