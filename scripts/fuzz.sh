@@ -8,7 +8,8 @@
 #                  -s none`), with a 120 s per-input timeout instead of 30 s; see below
 #   --secs N       seconds per target (default 180)
 #   --keep-corpus  grow fuzz/corpus/TARGET (kept between runs) instead of a temporary corpus
-#   TARGET...      some of: stage1 tree decode config pipeline head config_values icap (default: all,
+#   TARGET...      some of: stage1 tree decode config pipeline head config_values icap
+#                  control_form read_url (default: all,
 #                  one after another)
 #
 # cargo-fuzz is installed if missing. The targets need nightly-only compiler flags; on a stable
@@ -30,7 +31,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ALL_TARGETS=(stage1 tree decode config pipeline head config_values icap)
+ALL_TARGETS=(stage1 tree decode config pipeline head config_values icap control_form read_url)
 secs=180
 keep=false
 dev=false
@@ -45,7 +46,7 @@ while [[ $# -gt 0 ]]; do
             shift
             ;;
         --keep-corpus) keep=true ;;
-        -h | --help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "unknown option $1 (see --help)" >&2; exit 64 ;;
         *)
             [[ " ${ALL_TARGETS[*]} " == *" $1 "* ]] || { echo "unknown target $1; known: ${ALL_TARGETS[*]}" >&2; exit 64; }

@@ -200,7 +200,7 @@ impl Links {
     /// Where a link written `value` goes from a page whose base is `base`; `None` leaves it
     /// as it is (an in-page `#anchor`, a scheme other than HTTP(S), nothing to resolve against).
     pub fn route(&self, base: Option<&Url>, value: &str) -> Option<String> {
-        let value = value.trim();
+        let value = trim_url(value);
         if value.is_empty() || value.starts_with('#') {
             return None;
         }
@@ -231,6 +231,12 @@ impl Links {
             }
         }
     }
+}
+
+/// `value` without what a browser's URL parser strips at either end: C0 controls and spaces
+/// (and not other white space, such as U+00A0, which a browser keeps and percent-encodes).
+fn trim_url(value: &str) -> &str {
+    value.trim_matches(|c: char| c <= ' ')
 }
 
 /// `/read?url=TARGET[&profile=P][#fragment]`.
@@ -279,8 +285,8 @@ fn route_form(el: &mut Element<'_, '_>, links: &Links, base: Option<&Url>) {
     match links {
         Links::Gateway { profile } if get => {
             let target = match base {
-                Some(b) => b.join(action.trim()).ok(),
-                None => Url::parse(action.trim()).ok(),
+                Some(b) => b.join(trim_url(&action)).ok(),
+                None => Url::parse(trim_url(&action)).ok(),
             };
             let Some(mut target) = target.filter(|u| matches!(u.scheme(), "http" | "https")) else { return };
             target.set_query(None);
@@ -472,6 +478,8 @@ mod tests {
     routes!(gateway_relative, gateway(), "next.html", Some("/read?url=https%3A%2F%2Fnews.example%2Fa%2Fnext.html"));
     routes!(gateway_absolute_http, gateway(), "http://other.example/?q=a b", Some("/read?url=http%3A%2F%2Fother.example%2F%3Fq%3Da%2520b"));
     routes!(gateway_keeps_fragment_outside, gateway(), "/b#sec", Some("/read?url=https%3A%2F%2Fnews.example%2Fb#sec"));
+    routes!(gateway_keeps_non_ascii_space, gateway(), "\u{a0}/next", Some("/read?url=https%3A%2F%2Fnews.example%2Fa%2F%25C2%25A0%2Fnext"));
+    routes!(gateway_strips_c0_and_space, gateway(), "\t\u{1}/next \n", Some("/read?url=https%3A%2F%2Fnews.example%2Fnext"));
     routes!(gateway_in_page_anchor, gateway(), "#top", None);
     routes!(gateway_mailto, gateway(), "mailto:a@b.example", None);
     routes!(gateway_javascript, gateway(), "javascript:alert(1)", None);

@@ -35,19 +35,21 @@ pub fn is_route(path: &str) -> bool {
     path == GATEWAY_PATH
 }
 
-/// What a gateway request asks for, from its query.
+/// What a gateway request asks for, from its query. Public for the fuzz targets.
+#[doc(hidden)]
 #[derive(Debug, Default, PartialEq, Eq)]
-struct Ask {
+pub struct Ask {
     /// The page, as given (`url=`).
-    url: Option<String>,
+    pub url: Option<String>,
     /// The profile (`profile=`).
-    profile: Option<String>,
+    pub profile: Option<String>,
     /// Every other field: a GET form's, sent through the gateway, for the target's query.
-    fields: Vec<(String, String)>,
+    pub fields: Vec<(String, String)>,
 }
 
 impl Ask {
-    fn parse(query: &str) -> Ask {
+    /// The fields of a `/read` query: the first `url` and `profile`, and the rest in order.
+    pub fn parse(query: &str) -> Ask {
         let mut ask = Ask::default();
         for (name, value) in url::form_urlencoded::parse(query.as_bytes()) {
             match &*name {
@@ -73,8 +75,7 @@ pub async fn serve(state: &Arc<State>, listener: &ListenerConfig, req: Request<I
     };
     let uri = target(url, &ask.fields)?;
     record.url = uri.to_string();
-    let host = uri.host().unwrap_or_default().trim_matches(|c| c == '[' || c == ']').to_string();
-    let port = uri.port_u16().unwrap_or(if uri.scheme() == Some(&http::uri::Scheme::HTTPS) { 443 } else { 80 });
+    let (host, port) = host_port(&uri);
     if state.is_self(&host, port) {
         return Err(ProxyError::Loop { target: uri.to_string() });
     }
@@ -94,10 +95,20 @@ pub async fn serve(state: &Arc<State>, listener: &ListenerConfig, req: Request<I
     Ok((served.response, served.action.streams_origin()))
 }
 
+/// The host (without brackets) and port of a target, as the loop check sees them. Public for
+/// the fuzz targets.
+#[doc(hidden)]
+pub fn host_port(uri: &Uri) -> (String, u16) {
+    let host = uri.host().unwrap_or_default().trim_matches(|c| c == '[' || c == ']').to_string();
+    let port = uri.port_u16().unwrap_or(if uri.scheme() == Some(&http::uri::Scheme::HTTPS) { 443 } else { 80 });
+    (host, port)
+}
+
 /// The absolute URL a gateway request names, with a form's `fields` added to its query. An
 /// address typed without a scheme is taken as `http://`; only HTTP(S) URLs with a host and
-/// without credentials are fetched.
-fn target(given: &str, fields: &[(String, String)]) -> Result<Uri, ProxyError> {
+/// without credentials are fetched. Public for the fuzz targets.
+#[doc(hidden)]
+pub fn target(given: &str, fields: &[(String, String)]) -> Result<Uri, ProxyError> {
     let bad = |why: &str| ProxyError::BadRequest { reason: format!("the gateway cannot read {given:?}: {why}") };
     let with_scheme = if given.contains("://") { given.to_string() } else { format!("http://{given}") };
     let mut url = url::Url::parse(&with_scheme).map_err(|e| bad(&e.to_string()))?;

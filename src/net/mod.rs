@@ -102,18 +102,24 @@ impl State {
     /// only when the port is one pith listens on. A name that leads back here another way is
     /// caught when its request arrives ([`pooled::is_own_connection`]).
     pub fn is_self(&self, host: &str, port: u16) -> bool {
-        if host.eq_ignore_ascii_case("pith") {
-            return true;
-        }
-        let host = host.strip_suffix('.').unwrap_or(host);
-        let ip = if host.eq_ignore_ascii_case("localhost") { Some(std::net::Ipv4Addr::LOCALHOST.into()) } else { host.parse().ok() };
-        let Some(ip) = ip else { return false };
-        let ip: std::net::IpAddr = ip;
-        let ip = ip.to_canonical();
-        self.own_addrs.iter().any(|a| {
-            a.port() == port && (a.ip() == ip || (a.ip().is_unspecified() && (ip.is_loopback() || ip.is_unspecified() || is_local_address(ip))))
-        })
+        is_own(host, port, &self.own_addrs)
     }
+}
+
+/// [`State::is_self`] for the listening addresses `own_addrs`. Public for the fuzz targets.
+#[doc(hidden)]
+pub fn is_own(host: &str, port: u16, own_addrs: &[SocketAddr]) -> bool {
+    let host = host.strip_suffix('.').unwrap_or(host);
+    if host.eq_ignore_ascii_case("pith") {
+        return true;
+    }
+    let ip = if host.eq_ignore_ascii_case("localhost") { Some(std::net::Ipv4Addr::LOCALHOST.into()) } else { host.parse().ok() };
+    let Some(ip) = ip else { return false };
+    let ip: std::net::IpAddr = ip;
+    let ip = ip.to_canonical();
+    own_addrs.iter().any(|a| {
+        a.port() == port && (a.ip() == ip || (a.ip().is_unspecified() && (ip.is_loopback() || ip.is_unspecified() || is_local_address(ip))))
+    })
 }
 
 /// True when `ip` is one of this machine's own addresses: binding a socket to it succeeds
@@ -262,4 +268,22 @@ fn process_token() -> u32 {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     let mixed = (nanos as u64) ^ (u64::from(std::process::id()) << 32);
     (mixed.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// pith's own name is its own with or without the root's trailing dot, as `localhost` is.
+    #[test]
+    fn own_names_are_own_with_a_trailing_dot() {
+        let own: Vec<SocketAddr> = vec!["127.0.0.1:8080".parse().unwrap()];
+        for host in ["pith", "PITH", "pith.", "Pith.", "localhost", "localhost.", "127.0.0.1", "::ffff:127.0.0.1"] {
+            assert!(is_own(host, 8080, &own), "{host}");
+        }
+        assert!(is_own("pith.", 80, &own), "the name is pith's on any port");
+        for (host, port) in [("localhost", 80), ("pith.example", 8080), ("pith..", 8080), ("127.0.0.2", 8080)] {
+            assert!(!is_own(host, port, &own), "{host}:{port}");
+        }
+    }
 }

@@ -341,8 +341,9 @@ impl Control {
         Ok(())
     }
 
-    /// The token `who`'s forms carry.
-    fn token(&self, who: &str) -> String {
+    /// The token `who`'s forms carry. Public for the fuzz targets.
+    #[doc(hidden)]
+    pub fn token(&self, who: &str) -> String {
         let tag = ring::hmac::sign(&self.key, who.as_bytes());
         tag.as_ref()[..16].iter().map(|b| format!("{b:02x}")).collect()
     }
@@ -568,11 +569,17 @@ async fn tokened_form(state: &State, who: &str, req: Request<Incoming>, stale: &
         .await
         .map_err(|e| Refused(StatusCode::BAD_REQUEST, format!("The form could not be read: {e}")))?
         .to_bytes();
-    let form: HashMap<String, String> = url::form_urlencoded::parse(&body).into_owned().collect();
-    if !form.get("token").is_some_and(|t| state.control.token_matches(who, t)) {
-        return Err(Refused(StatusCode::FORBIDDEN, stale.to_string()));
+    state.control.tokened_fields(who, &body).ok_or_else(|| Refused(StatusCode::FORBIDDEN, stale.to_string()))
+}
+
+impl Control {
+    /// The fields of the form `body` (`application/x-www-form-urlencoded`; a name given twice
+    /// keeps its last value), when its `token` is `who`'s. Public for the fuzz targets.
+    #[doc(hidden)]
+    pub fn tokened_fields(&self, who: &str, body: &[u8]) -> Option<HashMap<String, String>> {
+        let form: HashMap<String, String> = url::form_urlencoded::parse(body).into_owned().collect();
+        form.get("token").is_some_and(|t| self.token_matches(who, t)).then_some(form)
     }
-    Ok(form)
 }
 
 /// Refuses a POST whose `Origin` (or, without one, `Referer`) is not pith itself. A request
