@@ -349,6 +349,14 @@ def token_of(got):
     return True, "200, token %s" % m.group(1).decode()
 
 
+def asks_only(got):
+    """/once without a valid signature: a page with one button posting to /once, no redirect."""
+    if got["status"] != 200 or got["headers"].get("location") or b'action="/once"' not in got["body"]:
+        return False, "want 200 asking with a form to /once and no redirect, got status %d, location %s" % (
+            got["status"], got["headers"].get("location"))
+    return True, "200, asks"
+
+
 def redirect_to(url):
     def check(got):
         if got["status"] not in (302, 303) or got["headers"].get("location") != url:
@@ -522,8 +530,15 @@ def cases(a):
          redirect_to("/")),
         ("served", (), ok_url, served_in("declutter", "OK-MARKER")),
     ])
+    # /once without the bar's signature only asks (no redirect, nothing noted); the page's one
+    # button posts the choice with the client's token, as a person's tap would.
+    once_url = urllib.parse.quote(ok_url, safe="")
     once_run, once_check = control_steps(lambda case: [
-        ("once", (), "http://pith/once?profile=pass&url=" + urllib.parse.quote(ok_url, safe=""), redirect_to(ok_url)),
+        ("unsigned once", (), "http://pith/once?profile=pass&url=" + once_url, asks_only),
+        ("served after the question", (), ok_url, served_in("declutter", "OK-MARKER")),
+        ("page", (), "http://pith/", token_of),
+        ("once", ("-H", "Origin: http://pith", "--data", "profile=pass&url=%s&token=TOKEN" % once_url),
+         "http://pith/once", redirect_to(ok_url)),
         ("served once", (), ok_url, served_in("pass", "OK-MARKER")),
         ("served after", (), ok_url, served_in("declutter", "OK-MARKER")),
     ])
