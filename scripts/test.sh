@@ -21,11 +21,12 @@ export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 # can be quoted by step.
 steps=()
 step() {
-    local name=$1 t0=$SECONDS
+    local name=$1 t0=$SECONDS rc=0
     shift
-    "$@"
-    steps+=("$(printf '%-22s %5d s' "$name" $((SECONDS - t0)))")
-    echo "test.sh: step '$name' took $((SECONDS - t0)) s" >&2
+    "$@" || rc=$?
+    steps+=("$(printf '%-22s %5d s%s' "$name" $((SECONDS - t0)) "$([ "$rc" = 0 ] || echo " FAILED ($rc)")")")
+    echo "test.sh: step '$name' took $((SECONDS - t0)) s$([ "$rc" = 0 ] || echo ", failed with exit $rc")" >&2
+    return "$rc"
 }
 report_steps() {
     echo "test.sh: time by step:" >&2
