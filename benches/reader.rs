@@ -13,7 +13,8 @@ use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use pith::config::Config;
-use pith::pipeline::{self, Output, Profile};
+use pith::pipeline;
+use pith::profile::{Output, Profile};
 
 /// The development set's raw pages; `None` when the set is absent.
 fn load_pages() -> Option<Vec<Vec<u8>>> {

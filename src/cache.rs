@@ -70,7 +70,7 @@ use moka::notification::RemovalCause;
 
 use crate::body::Coding;
 use crate::config::{CacheConfig, DiskConfig};
-use crate::pipeline::Profile;
+use crate::profile::Profile;
 
 mod disk;
 mod fields;
@@ -1153,7 +1153,7 @@ mod tests {
     }
 
     fn cache(max_bytes: u64) -> (Cache, Arc<Profile>) {
-        let profile = Arc::new(Profile::new("declutter", Arc::new(crate::html::rules::RuleSet::empty()), crate::pipeline::Output::Html));
+        let profile = Arc::new(Profile::new("declutter", Arc::new(crate::html::rules::RuleSet::empty()), crate::profile::Output::Html));
         let profiles = BTreeMap::from([("declutter".to_string(), profile.clone())]);
         (Cache::new(&CacheConfig { enabled: true, pass: true, max_bytes, max_entry_bytes: max_bytes, disk: None }, &profiles), profile)
     }
@@ -1166,7 +1166,7 @@ mod tests {
         assert_eq!(cache.key(&en, &profile, Coding::Identity), cache.key(&fr, &profile, Coding::Identity), "no Vary known yet");
         assert_ne!(cache.key(&en, &profile, Coding::Identity), cache.key(&en, &profile, Coding::Gzip));
         // The same profile name with other rules (a changed config) keys differently.
-        let other = Arc::new(Profile::new("declutter", Arc::new(crate::html::rules::RuleSet::builtin("declutter").unwrap()), crate::pipeline::Output::Html));
+        let other = Arc::new(Profile::new("declutter", Arc::new(crate::html::rules::RuleSet::builtin("declutter").unwrap()), crate::profile::Output::Html));
         let changed = Cache::new(&CacheConfig { enabled: true, pass: true, max_bytes: 1 << 20, max_entry_bytes: 1 << 20, disk: None }, &BTreeMap::from([("declutter".to_string(), other.clone())]));
         assert_ne!(cache.key(&en, &profile, Coding::Identity), changed.key(&en, &other, Coding::Identity), "changed rules, new key");
         let origin = headers(&[("cache-control", "max-age=60"), ("vary", "Accept-Language")]);

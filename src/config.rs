@@ -29,7 +29,7 @@ use crate::extract::{Options, PresetName};
 use crate::html::rules::{RuleError, RuleSet};
 use crate::extract::algorithm::Algorithm;
 use crate::images::{Images, Policy};
-use crate::pipeline::{Output, Profile, Reader, Stage2};
+use crate::profile::{Output, Profile, Reader, Stage2};
 use crate::tls::HostList;
 
 mod control;

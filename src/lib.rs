@@ -32,6 +32,7 @@
 //! | [`render`] | output forms: filtered HTML, plain text, the reading page |
 //! | [`images`] | what a page's images become (lazy addresses made real, one small candidate, placeholders) and image responses transcoded smaller within bounds |
 //! | [`pipeline`] | one whole-document transform shared by the proxy and `pith extract` |
+//! | [`profile`] | what a client gets from a page (rules, output form, stage 2, reading mode, the listener's last pass): the vocabulary `config`, `cache`, `pipeline` and `net` share, below all of them |
 //!
 //! Dependencies point downstream only: `net` uses everything, `body` knows nothing of HTTP or
 //! HTML, `html` knows nothing of tokio, `extract` knows nothing of lol_html or I/O.
@@ -53,6 +54,7 @@ pub mod icap;
 pub mod images;
 pub mod net;
 pub mod pipeline;
+pub mod profile;
 pub mod render;
 pub mod state;
 pub mod tls;

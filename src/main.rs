@@ -13,7 +13,8 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use pith::config::Config;
-use pith::pipeline::{self, Output};
+use pith::pipeline;
+use pith::profile::Output;
 
 const EX_USAGE: u8 = 64;
 
@@ -480,7 +481,7 @@ fn absolute_url(url: &str) -> Result<(), String> {
 /// The profile with `--algorithm` applied: reading mode with that extractor. `pith extract`
 /// learns from all its inputs before extracting ([`learn_sites`]), so pages are not learnt
 /// again one by one.
-fn reading_profile(profile: &pipeline::Profile, algorithm: Option<&str>) -> Result<pipeline::Profile, pith::extract::algorithm::UnknownAlgorithm> {
+fn reading_profile(profile: &pith::profile::Profile, algorithm: Option<&str>) -> Result<pith::profile::Profile, pith::extract::algorithm::UnknownAlgorithm> {
     let mut profile = profile.clone();
     let base = profile.reader.as_deref().cloned();
     let algorithm = match algorithm {
@@ -488,9 +489,9 @@ fn reading_profile(profile: &pipeline::Profile, algorithm: Option<&str>) -> Resu
         None => base.as_ref().map(|r| r.algorithm),
     };
     if let Some(algorithm) = algorithm {
-        let reader = pipeline::Reader { algorithm, learn: false, ..base.unwrap_or_default() };
+        let reader = pith::profile::Reader { algorithm, learn: false, ..base.unwrap_or_default() };
         if profile.stage2.is_none() {
-            profile = profile.with_stage2(pipeline::Stage2::default());
+            profile = profile.with_stage2(pith::profile::Stage2::default());
         }
         profile = profile.with_reader(reader);
     }
@@ -507,7 +508,7 @@ struct Input<'a> {
 
 /// For the site-redundancy extractor: learns every input page under its host (`--url`'s, else
 /// the page's canonical address), so each page is judged against all the others of its site.
-fn learn_sites(profile: &pipeline::Profile, files: &[PathBuf], input: Input<'_>) {
+fn learn_sites(profile: &pith::profile::Profile, files: &[PathBuf], input: Input<'_>) {
     let uses_memory = profile.reader.as_ref().is_some_and(|r| r.algorithm == pith::extract::algorithm::Algorithm::SiteRedundancy)
         || profile.stage2.as_ref().is_some_and(|s| s.sites.rules().iter().any(|r| r.algorithm == Some(pith::extract::algorithm::Algorithm::SiteRedundancy)));
     if !uses_memory {
@@ -523,7 +524,7 @@ fn learn_sites(profile: &pipeline::Profile, files: &[PathBuf], input: Input<'_>)
 
 /// Runs one input through the pipeline; returns the input size and whether reading mode fell
 /// back to the declutter page, and whether it read a hidden copy of the page.
-fn extract_one(file: &Path, profile: &pipeline::Profile, output: Output, out_dir: Option<&Path>, given: Input<'_>) -> anyhow::Result<(u64, bool, bool)> {
+fn extract_one(file: &Path, profile: &pith::profile::Profile, output: Output, out_dir: Option<&Path>, given: Input<'_>) -> anyhow::Result<(u64, bool, bool)> {
     let input = if file == Path::new("-") {
         let mut buf = Vec::new();
         std::io::stdin().read_to_end(&mut buf).context("cannot read standard input")?;

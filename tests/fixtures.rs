@@ -16,7 +16,8 @@ use std::sync::Arc;
 use pith::config::Config;
 use pith::extract::Options;
 use pith::extract::algorithm::Algorithm;
-use pith::pipeline::{self, Output, Profile, Reader, Stage2};
+use pith::pipeline;
+use pith::profile::{Output, Profile, Reader, Stage2};
 
 const PAGE_URL: &str = "https://news.example/section/page";
 

@@ -16,7 +16,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use pith::config::Config;
 use pith::net::budget::{self, Path};
-use pith::pipeline::{self, Profile};
+use pith::pipeline;
+use pith::profile::Profile;
 
 struct Counting;
 

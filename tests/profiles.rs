@@ -166,7 +166,7 @@ fn oembed_and_json_alternates_are_removed_feeds_and_translations_kept() {
     );
     for name in ["declutter", "reader"] {
         let profile = &config.profiles[name];
-        let out = pith::pipeline::process(profile, page.as_bytes(), Some("text/html"), pith::pipeline::Output::Html, Some("https://example.com/a")).expect("processed");
+        let out = pith::pipeline::process(profile, page.as_bytes(), Some("text/html"), pith::profile::Output::Html, Some("https://example.com/a")).expect("processed");
         let html = String::from_utf8_lossy(&out.body);
         assert!(!html.contains("oembed") && !html.contains("wp-json"), "{name}: plumbing alternates removed:\n{html}");
         if name == "declutter" {

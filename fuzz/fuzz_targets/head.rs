@@ -30,7 +30,7 @@ use http::{Method, Request, Uri, Version};
 use libfuzzer_sys::fuzz_target;
 use pith::config::{Credentials, ListenerConfig};
 use pith::net::{admit, forward, target};
-use pith::pipeline::Profile;
+use pith::profile::Profile;
 
 const USER: &str = "fuzz";
 const PASSWORD: &str = "s3cret";

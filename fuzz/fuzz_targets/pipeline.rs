@@ -20,7 +20,8 @@ use libfuzzer_sys::fuzz_target;
 use pith::config::Config;
 use pith::dom::{Ns, Tree};
 use pith::html::charset;
-use pith::pipeline::{process, Output, Profile, Reader, ServedForm, FALLBACK_NOTE};
+use pith::pipeline::{process, ServedForm, FALLBACK_NOTE};
+use pith::profile::{Output, Profile, Reader};
 use pith_fuzz::split_control;
 
 const CONTENT_TYPES: &[Option<&str>] = &[

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::{ConfigError, Credentials, RawAuth, Validator};
-use crate::pipeline::Profile;
+use crate::profile::Profile;
 
 /// `[state]`.
 #[derive(Debug, Default, Deserialize)]

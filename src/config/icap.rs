@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use super::listener::{collides, MAX_OPEN_V4, MAX_OPEN_V6_SUBNETS};
 use super::{ConfigError, IcapConfig, ListenerConfig, RawIcap, Validator};
-use crate::pipeline::{Profile, Stage2};
+use crate::profile::{Profile, Stage2};
 
 impl Validator<'_> {
     /// Every `[[icap]]`, none colliding with a listener or with another.

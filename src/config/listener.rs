@@ -15,7 +15,7 @@ use toml::Spanned;
 
 use super::{ConfigError, Credentials, ListenerConfig, RawAuth, RawListener, Validator};
 use crate::html::translit::OutCharset;
-use crate::pipeline::Profile;
+use crate::profile::Profile;
 
 /// `upgrade`: when a plain-HTTP client's `http://` request is fetched over HTTPS.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

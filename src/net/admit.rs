@@ -88,7 +88,7 @@ mod tests {
     fn listener(auth: Option<(&str, &str)>) -> ListenerConfig {
         ListenerConfig {
             address: "127.0.0.1:0".parse().unwrap(),
-            profile: std::sync::Arc::new(crate::pipeline::Profile::pass()),
+            profile: std::sync::Arc::new(crate::profile::Profile::pass()),
             allow: nets(&["127.0.0.0/8"]),
             auth: auth.map(|(u, p)| Credentials { user: u.into(), password: p.into() }),
             serving: Default::default(),

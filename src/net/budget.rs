@@ -37,7 +37,7 @@ use pin_project_lite::pin_project;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use crate::pipeline::{Output, Profile};
+use crate::profile::{Output, Profile};
 
 /// The rewrite memory budget shared by every request of a running proxy.
 #[derive(Debug)]

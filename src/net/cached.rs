@@ -55,7 +55,7 @@ use super::State;
 use crate::body as codec;
 use crate::cache::range::{self, Part};
 use crate::cache::{self, Ask, Cache, Entry, Form, Freshness, Grace, Key};
-use crate::pipeline::Profile;
+use crate::profile::Profile;
 
 /// Where a request goes, for the steps after admission.
 pub struct Target<'a> {

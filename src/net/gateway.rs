@@ -28,7 +28,7 @@ use super::respond::Served;
 use super::{cached, own, State};
 use crate::config::ListenerConfig;
 use crate::html::adapt::{gateway_link, Adapt, Links, GATEWAY_PATH};
-use crate::pipeline::Profile;
+use crate::profile::Profile;
 
 /// True when a request for one of pith's own pages is for the gateway.
 pub fn is_route(path: &str) -> bool {

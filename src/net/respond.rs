@@ -32,7 +32,8 @@ use super::error::ProxyError;
 use super::forward;
 use super::State;
 use crate::body::{self as codec, Coding, DecodeError, Decoder};
-use crate::pipeline::{self, Profile};
+use crate::pipeline;
+use crate::profile::Profile;
 
 /// What the proxy knows about the request a response answers.
 pub struct Exchange<'a> {

@@ -192,7 +192,7 @@ mod tests {
     use crate::body::Coding;
     use crate::cache::{self, Ask, Form};
     use crate::config::CacheConfig;
-    use crate::pipeline::{Output, Profile};
+    use crate::profile::{Output, Profile};
 
     #[derive(Debug)]
     struct Cut;

@@ -27,7 +27,7 @@ use super::bodies::ProxyBody;
 use super::State;
 use crate::config::{ListenerConfig, Upgrade};
 use crate::html::adapt::{Adapt, Links};
-use crate::pipeline::Profile;
+use crate::profile::Profile;
 
 /// The hosts that redirected a plain request to their own HTTPS URL, as the device will ask
 /// for them next (`host`, or `host:port` for another port than 443).

@@ -52,7 +52,7 @@ use hyper::body::Incoming;
 use super::bodies::{self, ProxyBody};
 use super::{own, State};
 use crate::config::{ControlConfig, Credentials, ListenerConfig};
-use crate::pipeline::Profile;
+use crate::profile::Profile;
 use crate::state::{Snapshot, StateError, Store};
 
 /// Most clients with choices held at once; a new client past it is told so.
@@ -654,7 +654,7 @@ pub fn bar(control: &Control, cfg: &ControlConfig, profile: &Profile, url: &str)
         links.push((pass.name.clone(), "original"));
     }
     if profile.reader.is_some() {
-        if let Some(plain) = cfg.offered.iter().find(|p| p.reader.is_none() && !p.is_pass() && p.output == crate::pipeline::Output::Html) {
+        if let Some(plain) = cfg.offered.iter().find(|p| p.reader.is_none() && !p.is_pass() && p.output == crate::profile::Output::Html) {
             links.push((plain.name.clone(), "de-cluttered"));
         }
     } else if let Some(reader) = cfg.offered.iter().find(|p| p.reader.is_some()) {

@@ -10,7 +10,7 @@ use super::super::bodies::ProxyBody;
 use super::super::{own, State};
 use super::Prefs;
 use crate::config::ListenerConfig;
-use crate::pipeline::Profile;
+use crate::profile::Profile;
 
 /// What a profile does, in a few words, for the radio buttons.
 fn describe(p: &Profile) -> String {

@@ -180,7 +180,7 @@ struct Conn {
     live: Arc<Live>,
     counters: Arc<Counters>,
     /// The `ISTag` and the profile it was computed for (by address; the `Arc` keeps it alive).
-    istag: Option<(Arc<crate::pipeline::Profile>, String)>,
+    istag: Option<(Arc<crate::profile::Profile>, String)>,
     /// Set once a final answer to the current request has started: a failure after it can
     /// only close the connection.
     answering: bool,
