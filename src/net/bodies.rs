@@ -165,7 +165,7 @@ pub struct AccessRecord {
     /// When the request arrived.
     pub start: Instant,
     /// Where the request is counted when its line is written, and as whom
-    /// ([`super::control::tally`]).
+    /// ([`super::observe`]).
     pub tally: Option<(std::sync::Arc<super::control::Control>, String)>,
 }
 

@@ -43,6 +43,7 @@ pub mod forward;
 pub mod gateway;
 pub mod icap;
 pub mod images;
+pub mod observe;
 pub mod own;
 pub mod per_client;
 pub mod pooled;

@@ -367,7 +367,7 @@ async fn transform(profile: &Profile, doc: Vec<u8>, content_type: Option<String>
     let job = move |profile: &Profile, url: &str| -> Result<(pipeline::Page, Vec<u8>), ProxyError> {
         let started = std::time::Instant::now();
         let mut page = process(profile, &doc, content_type.as_deref(), url).map_err(|source| ProxyError::Rewrite { host, source })?;
-        super::control::tally::rewrite_time().observe(started.elapsed());
+        super::observe::rewrite_time().observe(started.elapsed());
         if let Some(bar) = bar.as_deref().filter(|_| page.content_type.starts_with("text/html")) {
             // The listener's last pass (charset, HTML 3.2) made the page; it makes the bar too.
             let bar = profile.adapt.as_ref().map_or_else(|| bar.as_bytes().to_vec(), |adapt| adapt.fragment(bar));

@@ -30,11 +30,10 @@
 //!   is evicted. Worst case in memory: about 10,000 × (200 switches of a 253-byte host) for
 //!   saved choices (≈ 600 MB only if every identity fills every switch; the file holds the
 //!   same), and 4096 × 8 × 64 B ≈ 2 MiB for one-shots, whatever the traffic.
-//! - **PAC** ([`pac`]), **metrics** ([`tally`]) and the operators' section (`/admin`).
+//! - **PAC** ([`pac`]), **metrics** ([`crate::net::observe`]) and the operators' section (`/admin`).
 
 mod page;
 pub mod pac;
-pub mod tally;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
@@ -201,7 +200,7 @@ pub struct Control {
     writing: tokio::sync::Mutex<()>,
     key: ring::hmac::Key,
     /// What was served, for the page and `/metrics`.
-    pub tally: tally::Tally,
+    pub tally: crate::net::observe::Tally,
 }
 
 impl std::fmt::Debug for Control {
@@ -253,7 +252,7 @@ impl Control {
             any_once: AtomicBool::new(false),
             writing: tokio::sync::Mutex::new(()),
             key: ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &secret),
-            tally: tally::Tally::default(),
+            tally: crate::net::observe::Tally::default(),
         })
     }
 

@@ -2,7 +2,7 @@
 //! the last hour (for the control page), and the request counters and histograms of `/metrics`.
 //!
 //! Every finished request reports once, when its access-log line is written
-//! ([`super::super::bodies::AccessRecord::write`]). Memory is bounded: at most [`MAX_KEYS`]
+//! ([`super::bodies::AccessRecord::write`]). Memory is bounded: at most [`MAX_KEYS`]
 //! clients and as many sites are counted, each in [`BUCKETS`] fixed buckets; past the bound the
 //! one seen least recently is dropped.
 
