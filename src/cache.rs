@@ -866,35 +866,6 @@ fn build_id() -> &'static str {
     &ID
 }
 
-/// `/metrics` in the Prometheus text format; `None` when the cache is off.
-pub fn render_metrics(snapshot: Option<&Snapshot>) -> String {
-    let mut out = String::new();
-    let mut metric = |name: &str, kind: &str, help: &str, value: u64| {
-        out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"));
-    };
-    metric("pith_cache_enabled", "gauge", "1 when the HTTP cache is on.", u64::from(snapshot.is_some()));
-    let s = snapshot.copied().unwrap_or(Snapshot { hits: 0, misses: 0, revalidations: 0, stores: 0, evictions: 0, entries: 0, bytes: 0, max_bytes: 0, disk: None });
-    metric("pith_cache_hits_total", "counter", "Requests answered from a kept response without asking the origin.", s.hits);
-    metric("pith_cache_misses_total", "counter", "Cacheable requests that needed the origin's whole response.", s.misses);
-    metric("pith_cache_revalidations_total", "counter", "Kept responses the origin confirmed with 304 Not Modified.", s.revalidations);
-    metric("pith_cache_stores_total", "counter", "Responses stored: rewritten pages and the origin's own responses streamed through whole.", s.stores);
-    metric("pith_cache_evictions_total", "counter", "Kept responses dropped to stay within cache.max_bytes.", s.evictions);
-    metric("pith_cache_entries", "gauge", "Responses kept now.", s.entries);
-    metric("pith_cache_bytes", "gauge", "Bytes kept now.", s.bytes);
-    metric("pith_cache_max_bytes", "gauge", "The bound on pith_cache_bytes (cache.max_bytes).", s.max_bytes);
-    let d = s.disk.unwrap_or_default();
-    metric("pith_cache_disk_enabled", "gauge", "1 when the cache has a disk tier (cache.disk_dir) in use.", u64::from(s.disk.is_some()));
-    metric("pith_cache_disk_hits_total", "counter", "Memory misses answered from the disk tier (and promoted to memory).", d.hits);
-    metric("pith_cache_disk_writes_total", "counter", "Entries written to the disk tier.", d.writes);
-    metric("pith_cache_disk_skipped_total", "counter", "Entries not written to disk because the writes waiting held their bound.", d.skipped);
-    metric("pith_cache_disk_errors_total", "counter", "Disk entries dropped as torn, corrupt or unreadable, and writes that failed.", d.errors);
-    metric("pith_cache_disk_evictions_total", "counter", "Disk entries removed to stay within cache.disk_max_bytes.", d.evictions);
-    metric("pith_cache_disk_entries", "gauge", "Entries on disk now.", d.entries);
-    metric("pith_cache_disk_bytes", "gauge", "Bytes of the disk tier's files now.", d.bytes);
-    metric("pith_cache_disk_max_bytes", "gauge", "The bound on pith_cache_disk_bytes (cache.disk_max_bytes).", d.max_bytes);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1207,15 +1178,5 @@ mod tests {
         let entry = admit(&a, (StatusCode::OK, &origin), HeaderMap::new(), Bytes::new(), 1 << 20, SystemTime::now()).unwrap();
         cache.insert(key.clone(), Arc::new(entry)).await;
         assert!(!cache.is_pass(&key));
-    }
-
-    #[test]
-    fn metrics_text_names_every_counter() {
-        let s = Snapshot { hits: 3, misses: 2, revalidations: 1, stores: 2, evictions: 0, entries: 2, bytes: 900, max_bytes: 1000, disk: None };
-        let text = render_metrics(Some(&s));
-        for line in ["pith_cache_enabled 1", "pith_cache_hits_total 3", "pith_cache_misses_total 2", "pith_cache_revalidations_total 1", "pith_cache_bytes 900", "pith_cache_entries 2", "pith_cache_evictions_total 0"] {
-            assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
-        }
-        assert!(render_metrics(None).contains("pith_cache_enabled 0"));
     }
 }

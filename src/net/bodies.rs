@@ -19,7 +19,7 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
@@ -30,6 +30,7 @@ use pin_project_lite::pin_project;
 use tokio::time::Sleep;
 
 use super::drain::Guard;
+use super::observe::{AccessRecord, Ending};
 
 /// The error a served body can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -145,178 +146,6 @@ impl<B: Body<Data = Bytes>> Body for Replay<B> {
     }
 }
 
-/// One access-log line, filled in as the request goes and written when its body ends.
-#[derive(Debug, Clone)]
-pub struct AccessRecord {
-    /// Client address.
-    pub client: std::net::SocketAddr,
-    /// Request method.
-    pub method: http::Method,
-    /// Absolute target (query included; credentials never appear in a request target).
-    pub url: String,
-    /// Response status.
-    pub status: u16,
-    /// Body bytes read from the origin (before decoding).
-    pub origin_bytes: u64,
-    /// Profile that served it.
-    pub profile: String,
-    /// What pith did with the request.
-    pub action: Action,
-    /// When the request arrived.
-    pub start: Instant,
-    /// Where the request is counted when its line is written, and as whom
-    /// ([`super::observe`]).
-    pub tally: Option<(std::sync::Arc<super::control::Control>, String)>,
-}
-
-/// What pith did with a request: the access log's `action`. One variant per decision, so
-/// that what is logged and what the code branches on (is the body the origin's own bytes?)
-/// are the same value; [`Action::as_str`] gives the word the log has always used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Action {
-    /// Forwarded, the response passed through untouched (not HTML, not to be rewritten).
-    Pass,
-    /// Forwarded and rewritten (also a cache miss that was then kept).
-    Rewrite,
-    /// Passed through unrewritten: the page decoded to more than `limits.max_rewrite_bytes`.
-    TooLarge,
-    /// Passed through unrewritten: the rewrite memory budget had no room for the page.
-    OverBudget,
-    /// An image that waited past `limits.image_wait_ms` for a transcoding turn: a placeholder
-    /// was sent in its place, and nothing is kept.
-    Placeholder,
-    /// Served from the cache.
-    Hit,
-    /// Served from the cache after the origin said it had not changed.
-    Revalidated,
-    /// Served from the cache although stale, as the origin allowed: while it is revalidated in
-    /// the background, or because the origin failed (RFC 5861).
-    Stale,
-    /// One of pith's own pages.
-    Own,
-    /// CONNECT.
-    Tunnel,
-    /// A switched protocol, such as WebSocket.
-    Upgrade,
-    /// Answered with an error page.
-    Error,
-}
-
-impl Action {
-    /// Every action.
-    #[cfg(test)]
-    const ALL: [Action; 12] = [
-        Action::Pass,
-        Action::Rewrite,
-        Action::TooLarge,
-        Action::OverBudget,
-        Action::Placeholder,
-        Action::Hit,
-        Action::Revalidated,
-        Action::Stale,
-        Action::Own,
-        Action::Tunnel,
-        Action::Upgrade,
-        Action::Error,
-    ];
-
-    /// The access log's word for it.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Action::Pass => "pass",
-            Action::Rewrite => "rewrite",
-            Action::TooLarge => "too-large",
-            Action::OverBudget => "over-budget",
-            Action::Placeholder => "placeholder",
-            Action::Hit => "hit",
-            Action::Revalidated => "revalidated",
-            Action::Stale => "stale",
-            Action::Own => "own",
-            Action::Tunnel => "tunnel",
-            Action::Upgrade => "upgrade",
-            Action::Error => "error",
-        }
-    }
-
-    /// True when the response body is the origin's own bytes streaming through, so every
-    /// byte sent is also a byte read from the origin: a pass-through. Rewritten and kept pages
-    /// are pith's bytes; pith's own pages, tunnels and upgrades are counted elsewhere or not.
-    pub fn streams_origin(self) -> bool {
-        matches!(self, Action::Pass | Action::TooLarge | Action::OverBudget)
-    }
-}
-
-impl std::fmt::Display for Action {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// How a response's body ended: the access log's `outcome`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ending {
-    /// Sent whole.
-    Ok,
-    /// The origin's body failed mid-way; the client's response was cut off.
-    Aborted,
-    /// The client went away first.
-    ClientGone,
-    /// Cut off at the end of the shutdown drain.
-    Shutdown,
-}
-
-impl Ending {
-    /// The access log's word for it.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Ending::Ok => "ok",
-            Ending::Aborted => "aborted",
-            Ending::ClientGone => "client-gone",
-            Ending::Shutdown => "shutdown",
-        }
-    }
-
-    /// An unfinished body's ending: the drain deadline's, or the client's doing.
-    pub fn unfinished(closing: bool) -> Ending {
-        if closing {
-            Ending::Shutdown
-        } else {
-            Ending::ClientGone
-        }
-    }
-}
-
-impl std::fmt::Display for Ending {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl AccessRecord {
-    /// Writes the line. It is a root event, outside the request's span: an access-log line
-    /// stands on its own fields, the same wherever it is written (hyper polls the body
-    /// outside any span; a dropped request writes it inside one).
-    pub fn write(&self, client_bytes: u64, ending: Ending) {
-        if let Some((control, who)) = &self.tally {
-            control.tally.record(self, who, client_bytes);
-        }
-        tracing::info!(
-            target: "pith::access",
-            parent: None,
-            client = %self.client,
-            method = %self.method,
-            url = %self.url,
-            status = self.status,
-            origin_bytes = self.origin_bytes,
-            client_bytes,
-            ms = self.start.elapsed().as_millis() as u64,
-            profile = %self.profile,
-            action = self.action.as_str(),
-            outcome = ending.as_str(),
-        );
-    }
-}
-
 pin_project! {
     /// Counts body bytes to the client; logs the [`AccessRecord`] once, when the body
     /// completes, fails or is dropped (client gone).
@@ -400,25 +229,5 @@ where
 
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_action_has_a_word_of_its_own() {
-        let words: std::collections::HashSet<_> = Action::ALL.into_iter().map(Action::as_str).collect();
-        assert_eq!(words.len(), Action::ALL.len());
-        for action in Action::ALL {
-            assert_eq!(action.to_string(), action.as_str());
-        }
-    }
-
-    #[test]
-    fn only_a_pass_through_streams_the_origins_bytes() {
-        let streamed: Vec<_> = Action::ALL.into_iter().filter(|a| a.streams_origin()).map(Action::as_str).collect();
-        assert_eq!(streamed, ["pass", "too-large", "over-budget"]);
     }
 }

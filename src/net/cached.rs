@@ -46,7 +46,8 @@ use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Request, Response, StatusCode, Uri};
 use hyper::body::Incoming;
 
-use super::bodies::{self, Action};
+use super::bodies;
+use super::observe::Action;
 use super::error::ProxyError;
 use super::forward;
 use super::respond::{self, Exchange, Outcome, Served};

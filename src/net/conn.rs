@@ -21,7 +21,8 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tracing::Instrument;
 
-use super::bodies::{AccessRecord, Action, Ending, Logged, ProxyBody};
+use super::bodies::{Logged, ProxyBody};
+use super::observe::{AccessRecord, Action, Ending};
 use super::downstream::{ClientIo, Downstream};
 use super::drain::Guard;
 use super::per_client::ClientSlot;
@@ -294,7 +295,7 @@ impl Handler {
             profile: this.listener.profile.name.clone(),
             action: Action::Pass,
             start: Instant::now(),
-            tally: Some((this.state.control.clone(), control::client_id(&this.listener, this.client.ip()))),
+            tally: Some((this.state.observer.clone(), control::client_id(&this.listener, this.client.ip()))),
         };
         let span = request_span(&this, &req, &record.url);
         let mut pending = Unanswered { record: Some(record), guard: &this.guard };

@@ -81,7 +81,7 @@ pub async fn tunnel(handler: &Handler, req: Request<Incoming>) -> Result<Respons
     let guard = handler.guard().clone();
     let (client, target) = (ends.client, ends.target.clone());
     let span = tunnel_span(client, &target);
-    let counted = state.control.tally.tunnel_open();
+    let counted = state.observer.tunnel_open();
     let task = async move {
         let _counted = counted;
         let copied = guard.tunnel(async move {
@@ -173,7 +173,7 @@ where
 /// How a tunnel closed: the access log's `outcome` for a CONNECT, as [`Ending`] is for a
 /// response.
 ///
-/// [`Ending`]: super::bodies::Ending
+/// [`Ending`]: super::observe::Ending
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Closed {
     /// Either side closed it.
@@ -205,7 +205,7 @@ fn spawn_intercept(req: Request<Incoming>, handler: Handler, host: String, port:
     let guard = handler.guard().clone();
     let (client, target) = (handler.client_addr(), format!("{host}:{port}"));
     let span = tunnel_span(client, &req.uri().to_string());
-    let counted = handler.state().control.tally.tunnel_open();
+    let counted = handler.state().observer.tunnel_open();
     let task = async move {
         let _counted = counted;
         if guard.tunnel(intercept(req, handler, host, port)).await.is_none() {

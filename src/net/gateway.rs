@@ -22,7 +22,8 @@ use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Request, Response, StatusCode, Uri};
 use hyper::body::Incoming;
 
-use super::bodies::{AccessRecord, Action, ProxyBody};
+use super::bodies::ProxyBody;
+use super::observe::{AccessRecord, Action};
 use super::error::ProxyError;
 use super::respond::Served;
 use super::{cached, own, State};

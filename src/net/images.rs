@@ -35,7 +35,8 @@ use http::{Method, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
-use super::bodies::{self, Action};
+use super::bodies;
+use super::observe::Action;
 use super::error::ProxyError;
 use super::respond::{self, Exchange, Outcome};
 use super::State;

@@ -16,6 +16,8 @@
 //! - [`cached`]: the cache step (lookup, single fill, revalidation, HEAD and `only-if-cached`
 //!   answered from what is kept), then forward and respond; [`tee`]: the copy kept of a
 //!   response that streams through, stored only when it ends whole.
+//! - [`observe`]: what the response path reports (counts per client, site and request
+//!   kind), read by the control page and `/metrics`; [`metrics`]: all of `/metrics`' text.
 //! - [`respond`]: classify a response, then pass it through or rewrite it; [`images`]: image
 //!   responses transcoded for a profile that asks for it.
 //! - [`budget`]: the memory budget of the pages being buffered and rewritten.
@@ -43,6 +45,7 @@ pub mod forward;
 pub mod gateway;
 pub mod icap;
 pub mod images;
+pub mod metrics;
 pub mod observe;
 pub mod own;
 pub mod per_client;
@@ -89,9 +92,11 @@ pub struct State {
     pub rate: Option<Arc<rate::RateLimiter>>,
     /// The rewrite memory budget (`limits.rewrite_memory_bytes`).
     pub budget: Arc<budget::Budget>,
-    /// Each client's choices and the counts of what was served; made at start-up and kept
-    /// across reloads.
+    /// Each client's choices; made at start-up and kept across reloads.
     pub control: Arc<control::Control>,
+    /// What was served, as the response path reports it ([`observe`]); made at start-up and
+    /// kept across reloads.
+    pub observer: Arc<observe::Tally>,
     /// Hosts that redirected to their own HTTPS URL, for `upgrade = "on-redirect"`.
     pub upgraded: Arc<upgrade::Secure>,
 }
@@ -188,7 +193,7 @@ impl Proxy {
         let via = HeaderValue::from_str(&format!("1.1 pith-{:08x}", process_token())).expect("ASCII text is a valid header value");
         let state = State::assemble(config, via, own_addrs, None)?;
         let live = Arc::new(reload::Live::new(state, configured));
-        live.current().control.tally.watch_connections(live.drain.counter());
+        live.current().observer.watch_connections(live.drain.counter());
         Ok(Proxy { live, sockets, icap, icap_counters: Arc::default() })
     }
 

@@ -1,18 +1,191 @@
-//! Counting what pith serves: bytes from origins and to clients per client and per site over
-//! the last hour (for the control page), and the request counters and histograms of `/metrics`.
+//! The observer of what pith serves: the response path reports here, and the pages that show
+//! the counts read from here. Bytes from origins and to clients per client and per site over
+//! the last hour (for the control page), and the request counters and histograms `/metrics`
+//! shows ([`super::metrics`] writes their text).
 //!
 //! Every finished request reports once, when its access-log line is written
-//! ([`super::bodies::AccessRecord::write`]). Memory is bounded: at most [`MAX_KEYS`]
+//! ([`AccessRecord::write`]). This module imports nothing of the pages that read
+//! it, so the body types that report need not import them either. Memory is bounded: at most [`MAX_KEYS`]
 //! clients and as many sites are counted, each in [`BUCKETS`] fixed buckets; past the bound the
 //! one seen least recently is dropped.
 
 use std::collections::HashMap;
-use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::net::bodies::AccessRecord;
+
+/// One access-log line, filled in as the request goes and written when its body ends.
+#[derive(Debug, Clone)]
+pub struct AccessRecord {
+    /// Client address.
+    pub client: std::net::SocketAddr,
+    /// Request method.
+    pub method: http::Method,
+    /// Absolute target (query included; credentials never appear in a request target).
+    pub url: String,
+    /// Response status.
+    pub status: u16,
+    /// Body bytes read from the origin (before decoding).
+    pub origin_bytes: u64,
+    /// Profile that served it.
+    pub profile: String,
+    /// What pith did with the request.
+    pub action: Action,
+    /// When the request arrived.
+    pub start: Instant,
+    /// Where the request is counted when its line is written, and as whom
+    /// ([`Tally`]).
+    pub tally: Option<(Arc<Tally>, String)>,
+}
+
+/// What pith did with a request: the access log's `action`. One variant per decision, so
+/// that what is logged and what the code branches on (is the body the origin's own bytes?)
+/// are the same value; [`Action::as_str`] gives the word the log has always used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Forwarded, the response passed through untouched (not HTML, not to be rewritten).
+    Pass,
+    /// Forwarded and rewritten (also a cache miss that was then kept).
+    Rewrite,
+    /// Passed through unrewritten: the page decoded to more than `limits.max_rewrite_bytes`.
+    TooLarge,
+    /// Passed through unrewritten: the rewrite memory budget had no room for the page.
+    OverBudget,
+    /// An image that waited past `limits.image_wait_ms` for a transcoding turn: a placeholder
+    /// was sent in its place, and nothing is kept.
+    Placeholder,
+    /// Served from the cache.
+    Hit,
+    /// Served from the cache after the origin said it had not changed.
+    Revalidated,
+    /// Served from the cache although stale, as the origin allowed: while it is revalidated in
+    /// the background, or because the origin failed (RFC 5861).
+    Stale,
+    /// One of pith's own pages.
+    Own,
+    /// CONNECT.
+    Tunnel,
+    /// A switched protocol, such as WebSocket.
+    Upgrade,
+    /// Answered with an error page.
+    Error,
+}
+
+impl Action {
+    /// Every action.
+    #[cfg(test)]
+    const ALL: [Action; 12] = [
+        Action::Pass,
+        Action::Rewrite,
+        Action::TooLarge,
+        Action::OverBudget,
+        Action::Placeholder,
+        Action::Hit,
+        Action::Revalidated,
+        Action::Stale,
+        Action::Own,
+        Action::Tunnel,
+        Action::Upgrade,
+        Action::Error,
+    ];
+
+    /// The access log's word for it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Action::Pass => "pass",
+            Action::Rewrite => "rewrite",
+            Action::TooLarge => "too-large",
+            Action::OverBudget => "over-budget",
+            Action::Placeholder => "placeholder",
+            Action::Hit => "hit",
+            Action::Revalidated => "revalidated",
+            Action::Stale => "stale",
+            Action::Own => "own",
+            Action::Tunnel => "tunnel",
+            Action::Upgrade => "upgrade",
+            Action::Error => "error",
+        }
+    }
+
+    /// True when the response body is the origin's own bytes streaming through, so every
+    /// byte sent is also a byte read from the origin: a pass-through. Rewritten and kept pages
+    /// are pith's bytes; pith's own pages, tunnels and upgrades are counted elsewhere or not.
+    pub fn streams_origin(self) -> bool {
+        matches!(self, Action::Pass | Action::TooLarge | Action::OverBudget)
+    }
+}
+
+impl std::fmt::Display for Action {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a response's body ended: the access log's `outcome`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// Sent whole.
+    Ok,
+    /// The origin's body failed mid-way; the client's response was cut off.
+    Aborted,
+    /// The client went away first.
+    ClientGone,
+    /// Cut off at the end of the shutdown drain.
+    Shutdown,
+}
+
+impl Ending {
+    /// The access log's word for it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Ending::Ok => "ok",
+            Ending::Aborted => "aborted",
+            Ending::ClientGone => "client-gone",
+            Ending::Shutdown => "shutdown",
+        }
+    }
+
+    /// An unfinished body's ending: the drain deadline's, or the client's doing.
+    pub fn unfinished(closing: bool) -> Ending {
+        if closing {
+            Ending::Shutdown
+        } else {
+            Ending::ClientGone
+        }
+    }
+}
+
+impl std::fmt::Display for Ending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl AccessRecord {
+    /// Writes the line. It is a root event, outside the request's span: an access-log line
+    /// stands on its own fields, the same wherever it is written (hyper polls the body
+    /// outside any span; a dropped request writes it inside one).
+    pub fn write(&self, client_bytes: u64, ending: Ending) {
+        if let Some((observer, who)) = &self.tally {
+            observer.record(self, who, client_bytes);
+        }
+        tracing::info!(
+            target: "pith::access",
+            parent: None,
+            client = %self.client,
+            method = %self.method,
+            url = %self.url,
+            status = self.status,
+            origin_bytes = self.origin_bytes,
+            client_bytes,
+            ms = self.start.elapsed().as_millis() as u64,
+            profile = %self.profile,
+            action = self.action.as_str(),
+            outcome = ending.as_str(),
+        );
+    }
+}
 
 /// Buckets of each window; with [`BUCKET`] they span an hour.
 pub const BUCKETS: usize = 12;
@@ -94,17 +267,18 @@ impl Histogram {
         self.sum_micros.fetch_add(d.as_micros() as u64, Ordering::Relaxed);
     }
 
-    fn render(&self, out: &mut String, name: &str, help: &str) {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+    /// The cumulative count at each upper bound (seconds; `None` for `+Inf`), and the sum of
+    /// the observations in seconds.
+    pub fn cumulative(&self) -> (Vec<(Option<f64>, u64)>, f64) {
         let mut total = 0;
+        let mut out = Vec::with_capacity(BOUNDS.len() + 1);
         for (i, bound) in BOUNDS.iter().enumerate() {
             total += self.counts[i].load(Ordering::Relaxed);
-            let _ = writeln!(out, "{name}_bucket{{le=\"{bound}\"}} {total}");
+            out.push((Some(*bound), total));
         }
         total += self.counts[BOUNDS.len()].load(Ordering::Relaxed);
-        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {total}");
-        let _ = writeln!(out, "{name}_sum {}", self.sum_micros.load(Ordering::Relaxed) as f64 / 1e6);
-        let _ = writeln!(out, "{name}_count {total}");
+        out.push((None, total));
+        (out, self.sum_micros.load(Ordering::Relaxed) as f64 / 1e6)
     }
 }
 
@@ -145,6 +319,12 @@ impl Default for Tally {
     }
 }
 
+impl std::fmt::Debug for Tally {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tally").finish_non_exhaustive()
+    }
+}
+
 /// Held while a CONNECT tunnel is open; counts it in `pith_tunnels_open`.
 pub struct TunnelOpen(Arc<AtomicUsize>);
 
@@ -166,7 +346,7 @@ impl Tally {
         self.client_bytes.fetch_add(client_bytes, Ordering::Relaxed);
         self.latency.observe(record.start.elapsed());
         // pith's own pages are no site's bytes, and no saving or cost of a client's browsing.
-        if record.action == crate::net::bodies::Action::Own {
+        if record.action == Action::Own {
             return self.count(record);
         }
         self.clients.lock().unwrap_or_else(PoisonError::into_inner).add(who, now, record.origin_bytes, client_bytes);
@@ -219,33 +399,36 @@ impl Tally {
         let _ = self.connections.set(count);
     }
 
-    /// The Prometheus text of these counts.
-    pub fn render(&self) -> String {
-        let open = self.connections.get().map_or(0, |c| c.load(Ordering::Relaxed));
-        let mut out = String::new();
-        let _ = writeln!(out, "# HELP pith_requests_total Requests answered, by the profile that served them, what pith did and the status.\n# TYPE pith_requests_total counter");
+    /// What `/metrics` shows of these counts, read now.
+    pub fn counts(&self) -> Counts<'_> {
         let requests = self.requests.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        let mut series: Vec<_> = requests.into_iter().collect();
-        series.sort();
-        for ((profile, action, status), n) in series {
-            let _ = writeln!(out, "pith_requests_total{{profile=\"{}\",action=\"{action}\",status=\"{status}\"}} {n}", label(&profile));
+        let mut requests: Vec<_> = requests.into_iter().collect();
+        requests.sort();
+        Counts {
+            requests,
+            origin_bytes: self.origin_bytes.load(Ordering::Relaxed),
+            client_bytes: self.client_bytes.load(Ordering::Relaxed),
+            connections_open: self.connections.get().map_or(0, |c| c.load(Ordering::Relaxed)) as u64,
+            tunnels_open: self.tunnels.load(Ordering::Relaxed) as u64,
+            latency: &self.latency,
         }
-        let mut counter = |name: &str, kind: &str, help: &str, value: u64| {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
-        };
-        counter("pith_origin_bytes_total", "counter", "Body bytes read from origins.", self.origin_bytes.load(Ordering::Relaxed));
-        counter("pith_client_bytes_total", "counter", "Body bytes sent to clients.", self.client_bytes.load(Ordering::Relaxed));
-        counter("pith_connections_open", "gauge", "Client connections open now (one whose tunnel is open included).", open as u64);
-        counter("pith_tunnels_open", "gauge", "CONNECT tunnels open now, blind or intercepted.", self.tunnels.load(Ordering::Relaxed) as u64);
-        self.latency.render(&mut out, "pith_request_seconds", "Time from a request's arrival to the end of its response body.");
-        rewrite_time().render(&mut out, "pith_rewrite_seconds", "Time the pipeline took to rewrite a page (every proxy of this process).");
-        out
     }
 }
 
-/// A label value as the text format wants it: backslash, quote and line break escaped.
-fn label(v: &str) -> String {
-    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+/// The counts of a [`Tally`] at one moment, for `/metrics`.
+pub struct Counts<'a> {
+    /// Requests answered by (profile, action, status), sorted.
+    pub requests: Vec<((String, &'static str, u16), u64)>,
+    /// Body bytes read from origins.
+    pub origin_bytes: u64,
+    /// Body bytes sent to clients.
+    pub client_bytes: u64,
+    /// Client connections open now.
+    pub connections_open: u64,
+    /// CONNECT tunnels open now.
+    pub tunnels_open: u64,
+    /// Time from a request's arrival to the end of its response body.
+    pub latency: &'a Histogram,
 }
 
 /// The host of an absolute URL as the access log writes it, without port or brackets.
@@ -288,13 +471,19 @@ mod tests {
         assert_eq!(host_of("(malformed authority)"), None);
     }
 
+
     #[test]
-    fn histogram_buckets_are_cumulative() {
-        let h = Histogram::default();
-        h.observe(Duration::from_millis(3));
-        h.observe(Duration::from_secs(20));
-        let mut out = String::new();
-        h.render(&mut out, "x", "help");
-        assert!(out.contains("x_bucket{le=\"0.005\"} 1\n") && out.contains("x_bucket{le=\"+Inf\"} 2\n") && out.contains("x_count 2\n"), "{out}");
+    fn every_action_has_a_word_of_its_own() {
+        let words: std::collections::HashSet<_> = Action::ALL.into_iter().map(Action::as_str).collect();
+        assert_eq!(words.len(), Action::ALL.len());
+        for action in Action::ALL {
+            assert_eq!(action.to_string(), action.as_str());
+        }
+    }
+
+    #[test]
+    fn only_a_pass_through_streams_the_origins_bytes() {
+        let streamed: Vec<_> = Action::ALL.into_iter().filter(|a| a.streams_origin()).map(Action::as_str).collect();
+        assert_eq!(streamed, ["pass", "too-large", "over-budget"]);
     }
 }

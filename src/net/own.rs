@@ -84,7 +84,7 @@ pub async fn metrics(state: &State) -> Response<ProxyBody> {
         Some(cache) => Some(cache.snapshot().await),
         None => None,
     };
-    let mut resp = Response::new(bodies::full(crate::cache::render_metrics(snapshot.as_ref())));
+    let mut resp = Response::new(bodies::full(super::metrics::cache_text(snapshot.as_ref())));
     let headers = resp.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));

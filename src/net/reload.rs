@@ -211,8 +211,9 @@ impl State {
             Some(p) => p.control.clone(),
             None => Arc::new(super::control::Control::open(&config.control)?),
         };
+        let observer = prev.map_or_else(Default::default, |p| p.observer.clone());
         let upgraded = prev.map_or_else(Default::default, |p| p.upgraded.clone());
-        Ok(State { config: Arc::new(config), clients, via, own_addrs, cache, certs, listeners, rate, budget, control, upgraded })
+        Ok(State { config: Arc::new(config), clients, via, own_addrs, cache, certs, listeners, rate, budget, control, observer, upgraded })
     }
 }
 

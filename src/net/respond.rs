@@ -26,7 +26,8 @@ use http::{Method, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
-use super::bodies::{self, Action, ProxyBody, Replay};
+use super::bodies::{self, ProxyBody, Replay};
+use super::observe::Action;
 use super::budget::{self, Path, Reservation};
 use super::error::ProxyError;
 use super::forward;

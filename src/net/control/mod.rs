@@ -199,8 +199,6 @@ pub struct Control {
     /// Serialises changes, so the file and the memory agree on the order they were made in.
     writing: tokio::sync::Mutex<()>,
     key: ring::hmac::Key,
-    /// What was served, for the page and `/metrics`.
-    pub tally: crate::net::observe::Tally,
 }
 
 impl std::fmt::Debug for Control {
@@ -252,7 +250,6 @@ impl Control {
             any_once: AtomicBool::new(false),
             writing: tokio::sync::Mutex::new(()),
             key: ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &secret),
-            tally: crate::net::observe::Tally::default(),
         })
     }
 
@@ -443,25 +440,22 @@ fn see_other(location: &str) -> Response<ProxyBody> {
     resp
 }
 
-/// `/metrics`: the cache's counters and the tally's.
+/// `/metrics`: the cache's counters, the observer's, and the choices and image turns.
 async fn metrics(state: &State) -> Response<ProxyBody> {
     let snapshot = match &state.cache {
         Some(cache) => Some(cache.snapshot().await),
         None => None,
     };
-    let mut text = crate::cache::render_metrics(snapshot.as_ref());
-    text.push_str(&state.control.tally.render());
     let (saved, devices, waiting, evicted) = state.control.counts();
-    for (name, kind, help, value) in [
+    let (image_waits, placeholders) = super::images::counts();
+    let text = super::metrics::render(snapshot.as_ref(), &state.observer, &[
         ("pith_choices_clients", "gauge", "Clients with saved choices (a profile or site switches); at most 10000.", saved as u64),
         ("pith_once_devices", "gauge", "Devices with one-shot choices waiting; at most 4096.", devices as u64),
         ("pith_once_waiting", "gauge", "One-shot choices waiting to be used.", waiting as u64),
         ("pith_once_evicted_total", "counter", "Devices whose one-shot choices were dropped to make room for another's.", evicted),
-        ("pith_image_waits_total", "counter", "Images that waited for a transcoding turn (turns go to clients in turn).", super::images::counts().0),
-        ("pith_image_placeholders_total", "counter", "Images that waited past limits.image_wait_ms and were sent a placeholder.", super::images::counts().1),
-    ] {
-        text.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"));
-    }
+        ("pith_image_waits_total", "counter", "Images that waited for a transcoding turn (turns go to clients in turn).", image_waits),
+        ("pith_image_placeholders_total", "counter", "Images that waited past limits.image_wait_ms and were sent a placeholder.", placeholders),
+    ]);
     let mut resp = Response::new(bodies::full(text));
     let headers = resp.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));

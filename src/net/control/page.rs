@@ -128,7 +128,7 @@ pub fn home(state: &State, listener: &ListenerConfig, address: &str, who: &str, 
             None => b.push_str("<p>This proxy keeps choices in memory only: they end when it restarts.</p>"),
         }
     }
-    let mine = state.control.tally.client(who);
+    let mine = state.observer.client(who);
     b.push_str("<h2>Traffic in the last hour</h2>");
     if mine.origin == 0 && mine.client == 0 {
         b.push_str("<p>Nothing served to this device yet.</p>");
@@ -186,7 +186,7 @@ pub fn admin(state: &State, token: &str, done: Option<&str>) -> Response<ProxyBo
         if c.cache.enabled { format!("on, up to {} bytes{}", c.cache.max_bytes, if c.cache.disk.is_some() { ", with a disk tier" } else { "" }) } else { "off".into() },
         if c.intercept.is_active() { "on" } else { "off" }
     );
-    let top = state.control.tally.top_sites(20);
+    let top = state.observer.top_sites(20);
     if !top.is_empty() {
         b.push_str("<h2>Sites in the last hour</h2><table><thead><tr><th scope=\"col\">site</th><th scope=\"col\">from the site</th><th scope=\"col\">to clients</th></tr></thead><tbody>");
         for (host, bytes) in top {
