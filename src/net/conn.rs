@@ -28,6 +28,7 @@ use super::drain::Guard;
 use super::per_client::ClientSlot;
 use super::error::ProxyError;
 use super::reload::Live;
+use super::decide::{decide, Decision, Entry};
 use super::{admit, cached, connect, control, forward, gateway, own, target, upgrade, State};
 use crate::config::{Limits, ListenerConfig, DEFAULT_MAX_HEADERS};
 
@@ -365,18 +366,14 @@ impl Handler {
             record.action = Action::Upgrade;
             return Ok((forward::upgrade(&self.state, self.listener.deny_private, req, uri, &host, (self.guard.clone(), self.downstream.clone())).await?, false));
         }
-        // The client's own choice, when it made one ([`control::Control::profile_for`]).
-        let who = || control::client_id(&self.listener, self.client.ip());
-        let chosen = self.state.control.profile_for(&self.state.config.control, who, self.client.ip(), &host, &record.url);
-        if let Some(p) = &chosen {
-            record.profile.clone_from(&p.name);
-        }
-        let base = chosen.unwrap_or_else(|| self.listener.profile.clone());
-        // A plain-HTTP client's page may be fetched over HTTPS, and is served as its listener says.
         let plain = self.intercepted.is_none();
+        let entry = Entry::Proxy { listener: &self.listener, client: self.client.ip(), host: &host, url: &record.url, uri: &uri, plain };
+        let Decision { profile, chosen, upgraded } = decide(&self.state, entry)?;
+        if chosen {
+            record.profile.clone_from(&profile.name);
+        }
         let asked = uri.clone();
-        let uri = upgrade::target(&self.state, &self.listener, &uri).filter(|_| plain).unwrap_or(uri);
-        let profile = upgrade::profile_for(&self.state, &self.listener, &base, plain).unwrap_or(base);
+        let uri = upgraded.unwrap_or(uri);
         let target = cached::Target { host: &host, uri, profile: &profile, deny_private: self.listener.deny_private, client: Some(self.client.ip()) };
         let mut served = cached::serve(&self.state, target, req).await?;
         if plain {

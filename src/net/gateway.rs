@@ -26,10 +26,10 @@ use super::bodies::ProxyBody;
 use super::observe::{AccessRecord, Action};
 use super::error::ProxyError;
 use super::respond::Served;
+use super::decide::{decide, Entry};
 use super::{cached, own, State};
 use crate::config::ListenerConfig;
-use crate::html::adapt::{gateway_link, Adapt, Links, GATEWAY_PATH};
-use crate::profile::Profile;
+use crate::html::adapt::{gateway_link, GATEWAY_PATH};
 
 /// True when a request for one of pith's own pages is for the gateway.
 pub fn is_route(path: &str) -> bool {
@@ -80,13 +80,9 @@ pub async fn serve(state: &Arc<State>, listener: &ListenerConfig, req: Request<I
     if state.is_self(&host, port) {
         return Err(ProxyError::Loop { target: uri.to_string() });
     }
-    let profile = choose(listener, ask.profile.as_deref())?;
-    record.profile = profile.name.clone();
-    let links = Links::Gateway { profile: ask.profile.clone() };
-    let mut profile = profile.clone().with_adapt(Adapt { links, charset: listener.serving.charset, legacy: listener.serving.legacy });
-    // The bar's links are for a proxy's clients; a gateway's clients reach pith by address.
-    profile.bar = false;
-    let profile = Arc::new(profile);
+    let decision = decide(state, Entry::Gateway { listener, asked: ask.profile.as_deref() })?;
+    record.profile = decision.profile.name.clone();
+    let profile = decision.profile;
     let req = upstream_request(req, uri.clone());
     let target = cached::Target { host: &host, uri: uri.clone(), profile: &profile, deny_private: listener.deny_private, client: Some(record.client.ip()) };
     let mut served = cached::serve(state, target, req).await?;
@@ -130,24 +126,6 @@ pub fn target(given: &str, fields: &[(String, String)]) -> Result<Uri, ProxyErro
         }
     }
     url.as_str().parse().map_err(|_| bad("it is not a valid request target"))
-}
-
-/// The profile `asked` on `listener`: its own when none is named, else one of its
-/// `gateway_profiles` (or its own, by name).
-fn choose<'a>(listener: &'a ListenerConfig, asked: Option<&str>) -> Result<&'a Profile, ProxyError> {
-    let own = &listener.profile;
-    let chosen = match asked {
-        None => Some(own),
-        Some(name) => std::iter::once(own).chain(&listener.serving.gateway).find(|p| p.name == name),
-    };
-    match chosen {
-        Some(p) if !p.is_pass() => Ok(p),
-        Some(_) => Err(ProxyError::BadRequest { reason: "this listener's profile is `pass`, which rewrites nothing: its pages would leave the gateway".into() }),
-        None => {
-            let offered: Vec<&str> = std::iter::once(own).chain(&listener.serving.gateway).map(|p| p.name.as_str()).collect();
-            Err(ProxyError::BadRequest { reason: format!("profile {:?} is not offered here; this listener offers {}", asked.unwrap_or(""), offered.join(", ")) })
-        }
-    }
 }
 
 /// The client's headers that say what it accepts: the rest were meant for pith (cookies,

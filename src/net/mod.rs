@@ -7,6 +7,8 @@
 //! - [`reload`]: the running [`State`], replaced whole when the configuration is reloaded
 //!   through a [`ProxyHandle`].
 //! - [`drain`]: connection slots, tunnels included, and the two phases of shutdown.
+//! - [`decide`]: the one decision of a request's profile and serving settings, for the
+//!   proxy, the gateway and ICAP alike.
 //! - [`target`]: the request target, userinfo removed; [`admit`]: allow list and proxy
 //!   authentication; [`rate`]: the per-client request rate; [`per_client`]: the per-client
 //!   connection cap.
@@ -37,6 +39,7 @@ pub mod budget;
 pub mod cached;
 pub mod conn;
 pub mod connect;
+pub mod decide;
 pub mod control;
 pub mod downstream;
 pub mod drain;

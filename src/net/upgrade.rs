@@ -8,15 +8,14 @@
 //! speak. Hosts in `intercept.never` (banks, health) are never fetched in place of what was
 //! asked, and links to them stay `https://`.
 //!
-//! The listener's own serving settings (charset, HTML 3.2) ride on the same last pass, so
-//! [`profile_for`] gives the profile every proxied page of a listener is served with.
+//! The listener's own serving settings (charset, HTML 3.2) ride on the same last pass, which
+//! [`super::decide`] puts in the profile every proxied page of a listener is served with.
 //!
 //! `on-redirect` answers the origin's redirect itself with the `http://` URL again, and
 //! remembers the host ([`Secure`], bounded, a day each): the device follows the redirect to the
 //! same address, which pith now fetches over HTTPS. That costs the device one round trip per
 //! host, and spares pith a second request it would have to make up without the client's body.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use http::header::{self, HeaderValue};
@@ -26,8 +25,7 @@ use http::{Response, Uri};
 use super::bodies::ProxyBody;
 use super::State;
 use crate::config::{ListenerConfig, Upgrade};
-use crate::html::adapt::{Adapt, Links};
-use crate::profile::Profile;
+use crate::html::adapt::Links;
 
 /// The hosts that redirected a plain request to their own HTTPS URL, as the device will ask
 /// for them next (`host`, or `host:port` for another port than 443).
@@ -84,21 +82,6 @@ fn https_twin(uri: &Uri) -> Option<Uri> {
     };
     let path = uri.path_and_query().map_or("/", |p| p.as_str());
     Uri::builder().scheme(Scheme::HTTPS).authority(authority).path_and_query(path).build().ok()
-}
-
-/// The profile the listener serves a proxied page with: `base` (the listener's own, or the
-/// client's choice) with the listener's last pass (links down to `http://` for a plain-HTTP
-/// client of an upgrading listener, the charset, HTML 3.2); `None` when that pass changes
-/// nothing.
-pub fn profile_for(state: &State, listener: &ListenerConfig, base: &Profile, plain: bool) -> Option<Arc<Profile>> {
-    let serving = &listener.serving;
-    let links = if plain && serving.upgrade != Upgrade::Off {
-        Links::Downgrade { keep: state.config.intercept.never.clone() }
-    } else {
-        Links::Kept
-    };
-    let adapt = Adapt { links, charset: serving.charset, legacy: serving.legacy };
-    (!adapt.is_identity()).then(|| Arc::new(base.clone().with_adapt(adapt)))
 }
 
 /// The response to a plain-HTTP client's `asked` request on an upgrading listener: HSTS and

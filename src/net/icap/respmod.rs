@@ -9,6 +9,7 @@ use http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 
 use super::super::budget::{self, Path, Reservation};
 use super::super::respond::{self, looks_like_html, plan, Exchange, Plan, SNIFF_BYTES};
+use super::super::decide::{decide, Entry};
 use super::super::State;
 use super::{settings, Conn, Failure, Piece};
 use crate::body::{DecodeError, Decoder};
@@ -63,7 +64,9 @@ impl Conn {
     pub(super) async fn respmod(&mut self, state: &State, head: &IcapHead) -> Result<u16, Failure> {
         self.counters.respmod.fetch_add(1, Ordering::Relaxed);
         let (mut msg, req) = self.read_heads(state, head).await?;
-        let profile = settings(state, self.index, &self.bound).profile.clone();
+        let service = settings(state, self.index, &self.bound);
+        let decided = decide(state, Entry::Icap { service: &service }).expect("an ICAP service's profile is its own: the decision cannot fail");
+        let profile = decided.profile;
         let (method, url, host) = request_of(req.as_ref());
         self.note.url.clone_from(&url);
         let accept_encoding = req.as_ref().and_then(|r| r.headers.get(header::ACCEPT_ENCODING).cloned());
