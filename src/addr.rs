@@ -2,7 +2,7 @@
 //! special-purpose block holds it.
 //!
 //! Two rules depend on this and must agree: the destination rule `upstream.deny_private`
-//! ([`crate::net::resolve`]) refuses every address that is not public, and the open-proxy
+//! ([`crate::net::upstream::resolve`]) refuses every address that is not public, and the open-proxy
 //! check of the config counts how much public address space a listener's allow list admits.
 //!
 //! The classes follow the IANA special-purpose address registries (RFC 6890 and its updates):

@@ -7,7 +7,7 @@
 //! stylesheets, scripts, fonts, downloads), as the origin sent it. A rewritten page is read
 //! whole before it is sent and judged with its body ([`admit`]); a streamed response is judged
 //! on its head before its first byte goes out ([`admit_head`]), copied as it streams
-//! ([`crate::net::tee`]) and made an entry only when it has ended whole
+//! ([`crate::net::exchange::tee`]) and made an entry only when it has ended whole
 //! ([`Pending::finish`]).
 //!
 //! This module owns what a cache needs to be correct: the [`Key`] (method, URL, profile, a hash

@@ -300,7 +300,7 @@ pub struct Limits {
     pub max_header_bytes: usize,
     /// Largest decoded page rewritten.
     pub max_rewrite_bytes: u64,
-    /// Memory the pages being buffered and rewritten may take at once ([`crate::net::budget`]).
+    /// Memory the pages being buffered and rewritten may take at once ([`crate::net::exchange::budget`]).
     pub rewrite_memory_bytes: u64,
     /// How long a page waits for room in that budget before it passes through unrewritten.
     pub rewrite_memory_wait: Duration,
@@ -323,7 +323,7 @@ pub struct Limits {
     /// An image response larger than this passes through untranscoded.
     pub image_max_bytes: u64,
     /// An image that waited this long for a transcoding turn gets a placeholder
-    /// ([`crate::net::images`]).
+    /// ([`crate::net::exchange::images`]).
     pub image_wait: Duration,
 }
 

@@ -1,5 +1,5 @@
 //! What rewriting a page really costs in memory, against what the rewrite memory budget
-//! reserves for it ([`pith::net::budget::process_cost`]).
+//! reserves for it ([`pith::net::exchange::budget::process_cost`]).
 //!
 //! A binary of its own because it counts every allocation of the process with a global
 //! allocator: the live bytes and their peak. One test, so nothing else allocates meanwhile.
@@ -15,7 +15,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use pith::config::Config;
-use pith::net::budget::{self, Path};
+use pith::net::exchange::budget::{self, Path};
 use pith::pipeline;
 use pith::profile::Profile;
 

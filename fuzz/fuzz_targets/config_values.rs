@@ -197,7 +197,7 @@ fn assert_runnable(config: &Config, listen: Option<SocketAddr>, text: &str) {
         let dir = dir.trim_end_matches('"');
         assert!(dir.is_empty() || Path::new(dir).is_dir(), "filters.dir {dir:?} is no folder:\n{text}");
     }
-    drop(pith::net::forward::Clients::new(u));
+    drop(pith::net::upstream::forward::Clients::new(u));
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -35,7 +35,7 @@ use std::net::SocketAddr;
 use libfuzzer_sys::fuzz_target;
 use pith::html::adapt::{is_safe_url, Adapt, Links};
 use pith::html::translit::OutCharset;
-use pith::net::gateway::{host_port, target, Ask};
+use pith::net::own::read::{host_port, target, Ask};
 use pith::net::is_own;
 use url::Url;
 

@@ -3,7 +3,7 @@
 //! list, the operators' section).
 //!
 //! Raw and validated forms live together here rather than in `raw.rs` and `config.rs`: they
-//! are read by the control page alone ([`crate::net::control`]).
+//! are read by the control page alone ([`crate::net::own::control`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;

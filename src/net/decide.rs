@@ -12,8 +12,10 @@ use std::sync::Arc;
 
 use http::Uri;
 
-use super::error::ProxyError;
-use super::{control, upgrade, State};
+use crate::net::error::ProxyError;
+use crate::net::own::control;
+use crate::net::upstream::upgrade;
+use crate::net::State;
 use crate::config::{IcapConfig, ListenerConfig, Upgrade};
 use crate::html::adapt::{Adapt, Links};
 use crate::profile::Profile;

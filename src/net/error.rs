@@ -60,10 +60,10 @@ pub enum ProxyError {
     Destination {
         /// What the checked lookup found.
         #[source]
-        source: super::resolve::ResolveError,
+        source: crate::net::upstream::resolve::ResolveError,
     },
     /// The client sent more requests than `limits.client_rate` allows.
-    #[error("too many requests from {client}: try again in {} s (limits.client_rate)", super::rate::retry_after_secs(*.retry_after))]
+    #[error("too many requests from {client}: try again in {} s (limits.client_rate)", crate::net::accept::rate::retry_after_secs(*.retry_after))]
     RateLimited {
         /// The client's address.
         client: std::net::IpAddr,
@@ -174,7 +174,7 @@ impl ProxyError {
             | ProxyError::ClientBody { .. }
             | ProxyError::NotCached { .. }
             | ProxyError::TooManyHeaders { .. } => Side::Downstream,
-            ProxyError::Destination { source: super::resolve::ResolveError::Denied { .. } } => Side::Downstream,
+            ProxyError::Destination { source: crate::net::upstream::resolve::ResolveError::Denied { .. } } => Side::Downstream,
             ProxyError::Destination { .. } => Side::Upstream,
             ProxyError::Connect { .. }
             | ProxyError::Upstream { .. }
@@ -190,7 +190,7 @@ impl ProxyError {
         match self {
             ProxyError::BadRequest { .. } | ProxyError::ClientBody { .. } => StatusCode::BAD_REQUEST,
             ProxyError::Forbidden { .. } | ProxyError::PortNotAllowed { .. } => StatusCode::FORBIDDEN,
-            ProxyError::Destination { source: super::resolve::ResolveError::Denied { .. } } => StatusCode::FORBIDDEN,
+            ProxyError::Destination { source: crate::net::upstream::resolve::ResolveError::Denied { .. } } => StatusCode::FORBIDDEN,
             ProxyError::Destination { .. } => StatusCode::BAD_GATEWAY,
             ProxyError::AuthRequired => StatusCode::PROXY_AUTHENTICATION_REQUIRED,
             ProxyError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,

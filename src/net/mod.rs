@@ -33,33 +33,21 @@
 //! - [`icap`]: the ICAP service (`[[icap]]`): Squid hands pith responses, pith rewrites them
 //!   with the steps of [`respond`].
 
-pub mod admit;
-pub mod bodies;
-pub mod budget;
-pub mod cached;
-pub mod conn;
-pub mod connect;
+pub mod accept;
 pub mod decide;
-pub mod control;
-pub mod downstream;
-pub mod drain;
 pub mod error;
-pub mod forward;
-pub mod gateway;
+pub mod exchange;
 pub mod icap;
-pub mod images;
-pub mod metrics;
 pub mod observe;
 pub mod own;
-pub mod per_client;
-pub mod pooled;
-pub mod rate;
 pub mod reload;
-pub mod resolve;
-pub mod respond;
-pub mod target;
-pub mod tee;
-pub mod upgrade;
+pub mod tunnel;
+pub mod upstream;
+
+use accept::{conn, rate};
+use exchange::budget;
+use own::control;
+use upstream::{forward, upgrade};
 
 use std::future::Future;
 use std::net::SocketAddr;

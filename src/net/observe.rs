@@ -1,7 +1,7 @@
 //! The observer of what pith serves: the response path reports here, and the pages that show
 //! the counts read from here. Bytes from origins and to clients per client and per site over
 //! the last hour (for the control page), and the request counters and histograms `/metrics`
-//! shows ([`super::metrics`] writes their text).
+//! shows ([`crate::net::own::metrics`] writes their text).
 //!
 //! Every finished request reports once, when its access-log line is written
 //! ([`AccessRecord::write`]). This module imports nothing of the pages that read
@@ -283,7 +283,7 @@ impl Histogram {
 }
 
 /// The time pages take to rewrite, for every proxy in this process: the rewrite runs where no
-/// proxy's state is at hand ([`crate::net::respond`]), and a process exports one such series.
+/// proxy's state is at hand ([`crate::net::exchange::respond`]), and a process exports one such series.
 pub fn rewrite_time() -> &'static Histogram {
     static REWRITES: std::sync::OnceLock<Histogram> = std::sync::OnceLock::new();
     REWRITES.get_or_init(Histogram::default)

@@ -25,10 +25,13 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use http::HeaderValue;
 use tokio::sync::Semaphore;
 
-use super::drain::Drain;
-use super::per_client::ClientCounts;
-use super::rate::RateLimiter;
-use super::{forward, load_certs, StartError, State};
+use crate::net::accept::drain::Drain;
+use crate::net::accept::per_client::ClientCounts;
+use crate::net::accept::rate::RateLimiter;
+use crate::net::upstream::forward;
+use crate::net::load_certs;
+use crate::net::StartError;
+use crate::net::State;
 use crate::config::Config;
 
 /// What a running proxy shares with its handles and connections: the current state, and the
@@ -73,7 +76,7 @@ impl Live {
     }
 }
 
-/// A handle on a running (or about to run) [`super::Proxy`]: reload its configuration, look at
+/// A handle on a running (or about to run) [`crate::net::Proxy`]: reload its configuration, look at
 /// what it serves. Cheap to clone.
 #[derive(Clone)]
 pub struct ProxyHandle {
@@ -204,12 +207,12 @@ impl State {
         let (memory, wait) = (config.limits.rewrite_memory_bytes, config.limits.rewrite_memory_wait);
         let budget = match prev {
             Some(p) if p.config.limits.rewrite_memory_bytes == memory && p.config.limits.rewrite_memory_wait == wait => p.budget.clone(),
-            _ => Arc::new(super::budget::Budget::new(memory, wait)),
+            _ => Arc::new(crate::net::exchange::budget::Budget::new(memory, wait)),
         };
         // The choices and counts outlive every state; a new `state.path` takes a restart.
         let control = match prev {
             Some(p) => p.control.clone(),
-            None => Arc::new(super::control::Control::open(&config.control)?),
+            None => Arc::new(crate::net::own::control::Control::open(&config.control)?),
         };
         let observer = prev.map_or_else(Default::default, |p| p.observer.clone());
         let upgraded = prev.map_or_else(Default::default, |p| p.upgraded.clone());

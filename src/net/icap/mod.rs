@@ -2,8 +2,8 @@
 //! a proxy such as Squid can hand its responses to pith and serve what comes back.
 //!
 //! pith answers `OPTIONS` and `RESPMOD`; `REQMOD` and anything else get 405. A response is
-//! rewritten by the proxy's own steps ([`super::respond::plan`] decides, the same
-//! [`crate::body::Decoder`] with its cap reads, [`super::respond::rewrite`] runs the pipeline
+//! rewritten by the proxy's own steps ([`crate::net::exchange::respond::plan`] decides, the same
+//! [`crate::body::Decoder`] with its cap reads, [`crate::net::exchange::respond::rewrite`] runs the pipeline
 //! and re-encodes), so one configuration serves the proxy and the service alike. Whatever pith
 //! leaves alone (not HTML, the `pass` profile, too large, over the rewrite memory budget, a
 //! coding it cannot undo) is answered `204 No Content`, right after the preview when the
@@ -35,8 +35,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
-use super::reload::Live;
-use super::{admit, State};
+use crate::net::reload::Live;
+use crate::net::accept::admit;
+use crate::net::State;
 use crate::config::IcapConfig;
 use crate::icap::{head, Chunk, ChunkParser, IcapError, IcapHead, Method};
 

@@ -7,10 +7,10 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 
-use super::super::budget::{self, Path, Reservation};
-use super::super::respond::{self, looks_like_html, plan, Exchange, Plan, SNIFF_BYTES};
-use super::super::decide::{decide, Entry};
-use super::super::State;
+use crate::net::exchange::budget::{self, Path, Reservation};
+use crate::net::exchange::respond::{self, looks_like_html, plan, Exchange, Plan, SNIFF_BYTES};
+use crate::net::decide::{decide, Entry};
+use crate::net::State;
 use super::{settings, Conn, Failure, Piece};
 use crate::body::{DecodeError, Decoder};
 use crate::icap::chunked::{encode_chunk, LAST_CHUNK};

@@ -21,10 +21,10 @@
 //!
 //! Every tunnel, blind or intercepted, is closed when no byte has gone either way on the
 //! client's connection for `limits.tunnel_idle_timeout_ms`, and when a write to the client
-//! makes no progress for `limits.client_write_timeout_ms` ([`super::downstream`]).
+//! makes no progress for `limits.client_write_timeout_ms` ([`crate::net::accept::downstream`]).
 //!
 //! A tunnel's task runs in a `tunnel` span carrying the client, the method and the target,
-//! as a request's does ([`super::conn`]), so its lines do not repeat them; its access-log
+//! as a request's does ([`crate::net::accept::conn`]), so its lines do not repeat them; its access-log
 //! line, written when it closes, keeps its own fields.
 
 use std::time::{Duration, Instant};
@@ -36,11 +36,11 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tracing::Instrument;
 
-use super::bodies::{self, ProxyBody};
-use super::conn::{self, Handler};
-use super::downstream::{close_when_idle, Downstream};
-use super::error::ProxyError;
-use super::State;
+use crate::net::exchange::bodies::{self, ProxyBody};
+use crate::net::accept::conn::{self, Handler};
+use crate::net::accept::downstream::{close_when_idle, Downstream};
+use crate::net::error::ProxyError;
+use crate::net::State;
 
 /// How long an intercepted tunnel waits for the client's first bytes before treating the
 /// connection as one where the server speaks first, and copying it blindly. A browser sends
@@ -104,11 +104,11 @@ fn ok() -> Response<ProxyBody> {
 
 /// Opens the TCP connection to a tunnel's target within the connect budget. The target is
 /// resolved and checked against the deny rules first, and only the checked addresses are
-/// connected to ([`resolve`](super::resolve)).
+/// connected to ([`resolve`](crate::net::upstream::resolve)).
 async fn open(state: &State, deny_private: bool, host: &str, port: u16) -> Result<TcpStream, ProxyError> {
     let budget = state.config.upstream.connect_timeout;
     let checked = async {
-        let addrs = super::resolve::resolve(host, port, super::resolve::DenyRules::new(&state.config.upstream, deny_private))
+        let addrs = crate::net::upstream::resolve::resolve(host, port, crate::net::upstream::resolve::DenyRules::new(&state.config.upstream, deny_private))
             .await
             .map_err(|source| ProxyError::Destination { source })?;
         TcpStream::connect(&addrs[..]).await.map_err(|e| ProxyError::Connect { host: host.to_string(), source: Box::new(e) })
@@ -173,7 +173,7 @@ where
 /// How a tunnel closed: the access log's `outcome` for a CONNECT, as [`Ending`] is for a
 /// response.
 ///
-/// [`Ending`]: super::observe::Ending
+/// [`Ending`]: crate::net::observe::Ending
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Closed {
     /// Either side closed it.

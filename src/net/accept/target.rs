@@ -9,7 +9,7 @@
 
 use http::uri::{Authority, Uri};
 
-use super::error::ProxyError;
+use crate::net::error::ProxyError;
 
 /// A request target pith cannot fetch: answered 400 Bad Request with this reason.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -140,7 +140,7 @@ impl RateLimiter {
 
 /// The bucket a client draws from: its IPv4 address (also when it arrives as an IPv4-mapped
 /// IPv6 address), or its IPv6 /64.
-pub(super) fn client_key(client: IpAddr) -> IpAddr {
+pub(in crate::net) fn client_key(client: IpAddr) -> IpAddr {
     match client {
         IpAddr::V4(_) => client,
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {

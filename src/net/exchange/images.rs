@@ -7,7 +7,7 @@
 //! the machine's cores: decoding, scaling and encoding run on the blocking threads, never on
 //! the async workers, and a burst of images queues there while pages keep flowing. Its bytes,
 //! and once it has a turn what decoding it costs (its header gives the pixels), are held in
-//! the rewrite memory budget ([`super::budget`]) like a page's.
+//! the rewrite memory budget ([`crate::net::exchange::budget`]) like a page's.
 //!
 //! Turns are given to clients in turn ([`take_turn`]): each client (by address, IPv6 by /64)
 //! queues its own images, and a freed turn goes to the next client in the rotation, so one
@@ -35,11 +35,11 @@ use http::{Method, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
-use super::bodies;
-use super::observe::Action;
-use super::error::ProxyError;
-use super::respond::{self, Exchange, Outcome};
-use super::State;
+use crate::net::exchange::bodies;
+use crate::net::observe::Action;
+use crate::net::error::ProxyError;
+use crate::net::exchange::respond::{self, Exchange, Outcome};
+use crate::net::State;
 use crate::images::transcode::{self, Format, Target, Transcoded, Untouched};
 
 /// Types read for transcoding (`image/jpg` and `image/pjpeg` are JPEG as some servers name it).
@@ -94,7 +94,7 @@ pub async fn respond(state: &State, ex: &Exchange<'_>, resp: Response<Incoming>)
         }
     }
     let data = join(raw);
-    let untouched = |why: Untouched, hold: super::budget::Reservation| -> Result<Outcome, ProxyError> {
+    let untouched = |why: Untouched, hold: crate::net::exchange::budget::Reservation| -> Result<Outcome, ProxyError> {
         tracing::debug!(url = ex.url, %why, "image served as the origin sent it");
         let whole = Response::from_parts(parts.clone(), bodies::full(Bytes::new()));
         Ok(Outcome::Passed(respond::pass(state, whole, vec![data.clone()], Action::Pass, Some(hold))))
@@ -135,7 +135,7 @@ fn join(mut raw: Vec<Bytes>) -> Bytes {
 
 /// Transcodes on the pool, holding its `turn`, once the budget has room for what decoding costs
 /// (RGBA at the original size, the scaled copy and the output, bounded by the header's pixels).
-async fn run(data: &Bytes, target: Target, hold: &mut super::budget::Reservation, _turn: Turn) -> Result<Result<Transcoded, Untouched>, ProxyError> {
+async fn run(data: &Bytes, target: Target, hold: &mut crate::net::exchange::budget::Reservation, _turn: Turn) -> Result<Result<Transcoded, Untouched>, ProxyError> {
     let pixels = transcode::pixels(data).unwrap_or(0).min(target.max_pixels);
     if !hold.cover(data.len() as u64 + pixels.saturating_mul(8)).await {
         return Ok(Err(Untouched::NoMemory));
@@ -232,7 +232,7 @@ impl Drop for Waiting {
 /// made), at once when one is free and no one waits, else when the rotation comes to it;
 /// `None` after `wait`.
 async fn take_turn(client: Option<IpAddr>, wait: std::time::Duration) -> Option<Turn> {
-    let client = client.map(super::rate::client_key);
+    let client = client.map(crate::net::accept::rate::client_key);
     let rx = {
         let mut guard = turns().lock().unwrap_or_else(PoisonError::into_inner);
         let t = &mut *guard;

@@ -21,7 +21,7 @@ use std::time::Duration;
 use hyper_util::server::graceful::GracefulConnection;
 use tokio::sync::{watch, OwnedSemaphorePermit};
 
-use super::per_client::ClientSlot;
+use crate::net::accept::per_client::ClientSlot;
 
 /// How long shutdown waits, after closing what outlived the drain deadline, for those tasks to
 /// notice and end. Each only has to drop its sockets.

@@ -21,19 +21,28 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tracing::Instrument;
 
-use super::bodies::{Logged, ProxyBody};
-use super::observe::{AccessRecord, Action, Ending};
-use super::downstream::{ClientIo, Downstream};
-use super::drain::Guard;
-use super::per_client::ClientSlot;
-use super::error::ProxyError;
-use super::reload::Live;
-use super::decide::{decide, Decision, Entry};
-use super::{admit, cached, connect, control, forward, gateway, own, target, upgrade, State};
+use crate::net::exchange::bodies::{Logged, ProxyBody};
+use crate::net::observe::{AccessRecord, Action, Ending};
+use crate::net::accept::downstream::{ClientIo, Downstream};
+use crate::net::accept::drain::Guard;
+use crate::net::accept::per_client::ClientSlot;
+use crate::net::error::ProxyError;
+use crate::net::reload::Live;
+use crate::net::decide::{decide, Decision, Entry};
+use crate::net::accept::admit;
+use crate::net::exchange::cached;
+use crate::net::tunnel as connect;
+use crate::net::own::control;
+use crate::net::upstream::forward;
+use crate::net::own::read as gateway;
+use crate::net::own;
+use crate::net::accept::target;
+use crate::net::upstream::upgrade;
+use crate::net::State;
 use crate::config::{Limits, ListenerConfig, DEFAULT_MAX_HEADERS};
 
 /// One listener's accept loop.
-pub(super) struct Acceptor {
+pub(in crate::net) struct Acceptor {
     pub socket: TcpListener,
     /// The listener's place in the config, which picks its settings from each state.
     pub index: usize,
@@ -48,7 +57,7 @@ const MAX_WAITING: usize = 64;
 impl Acceptor {
     /// Accepts until told to stop. A connection from a client that already has
     /// `limits.max_connections_per_client` open is answered 503 with Retry-After at once
-    /// ([`super::per_client`]). Otherwise it takes a `max_connections` permit if one is free; otherwise it waits `limits.connection_wait` for one (the semaphore
+    /// ([`crate::net::accept::per_client`]). Otherwise it takes a `max_connections` permit if one is free; otherwise it waits `limits.connection_wait` for one (the semaphore
     /// hands freed permits to waiters in turn) and then gets a clean 503 with Retry-After
     /// rather than hanging. At most [`MAX_WAITING`] wait at a time: the loop takes a waiting
     /// place before it accepts, so past that clients stay in the kernel's listen queue and a
@@ -182,7 +191,7 @@ async fn serve_connection(live: Arc<Live>, index: usize, stream: tokio::net::Tcp
 /// [`Handler::intercepting`]): HTTP/1.1 or HTTP/2, whichever the client chose by ALPN
 /// (`http2`), with upgrades so WebSockets work inside the tunnel too. Interim responses reach
 /// HTTP/1.1 clients only: hyper's HTTP/2 server has no way to send one.
-pub(super) async fn serve_intercepted<I>(io: I, handler: Handler, http2: bool)
+pub(in crate::net) async fn serve_intercepted<I>(io: I, handler: Handler, http2: bool)
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -242,32 +251,32 @@ impl Handler {
     }
 
     /// What every connection shares.
-    pub(super) fn state(&self) -> &Arc<State> {
+    pub(in crate::net) fn state(&self) -> &Arc<State> {
         &self.state
     }
 
     /// Whether this handler's listener refuses private destinations.
-    pub(super) fn deny_private(&self) -> bool {
+    pub(in crate::net) fn deny_private(&self) -> bool {
         self.listener.deny_private
     }
 
     /// The client's address.
-    pub(super) fn client_addr(&self) -> SocketAddr {
+    pub(in crate::net) fn client_addr(&self) -> SocketAddr {
         self.client
     }
 
     /// The slot of this handler's client connection: a tunnel holds a clone while it is open.
-    pub(super) fn guard(&self) -> &Guard {
+    pub(in crate::net) fn guard(&self) -> &Guard {
         &self.guard
     }
 
     /// The client's raw connection, whose idle time closes an idle tunnel.
-    pub(super) fn downstream(&self) -> &Downstream {
+    pub(in crate::net) fn downstream(&self) -> &Downstream {
         &self.downstream
     }
 
     /// A handler for the decrypted requests of a tunnel to `origin`, same client and listener.
-    pub(super) fn intercepting(&self, origin: http::uri::Authority) -> Handler {
+    pub(in crate::net) fn intercepting(&self, origin: http::uri::Authority) -> Handler {
         Handler { intercepted: Some(origin), ..self.clone() }
     }
 
@@ -327,7 +336,7 @@ impl Handler {
         if req.headers().len() > max_headers {
             return Err(ProxyError::TooManyHeaders { count: req.headers().len(), max: max_headers });
         }
-        if super::pooled::is_own_connection(self.client) {
+        if crate::net::upstream::pooled::is_own_connection(self.client) {
             return Err(ProxyError::Loop { target: record.url.clone() });
         }
         let target = match &self.intercepted {
@@ -478,10 +487,10 @@ fn request_span(handler: &Handler, req: &Request<Incoming>, url: &str) -> tracin
 /// One log line per failure, with its cause chain; the request's span names the client and
 /// the target.
 fn log_failure(err: &ProxyError) {
-    let cause = std::error::Error::source(err).map(super::error::describe).unwrap_or_default();
+    let cause = std::error::Error::source(err).map(crate::net::error::describe).unwrap_or_default();
     match err.side() {
-        super::error::Side::Downstream => tracing::warn!(reason = %err.reason(), "request refused"),
-        super::error::Side::Upstream => tracing::warn!(reason = %err.reason(), %cause, "upstream failed"),
-        super::error::Side::Internal => tracing::error!(reason = %err.reason(), %cause, "internal error"),
+        crate::net::error::Side::Downstream => tracing::warn!(reason = %err.reason(), "request refused"),
+        crate::net::error::Side::Upstream => tracing::warn!(reason = %err.reason(), %cause, "upstream failed"),
+        crate::net::error::Side::Internal => tracing::error!(reason = %err.reason(), %cause, "internal error"),
     }
 }

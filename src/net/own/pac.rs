@@ -9,8 +9,8 @@
 use http::header::{self, HeaderValue};
 use http::{HeaderMap, Response};
 
-use super::super::bodies::{self, ProxyBody};
-use super::super::State;
+use crate::net::exchange::bodies::{self, ProxyBody};
+use crate::net::State;
 use crate::config::ListenerConfig;
 
 /// The PAC file's media type (what browsers and WPAD clients expect).

@@ -21,9 +21,9 @@ use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::{capture_connection, Connected, Connection, HttpConnector};
 use hyper_util::client::legacy::Client;
 
-use super::resolve::CheckedResolver;
+use crate::net::upstream::resolve::CheckedResolver;
 
-/// The pooled client every request to an origin goes through ([`super::forward::client`]
+/// The pooled client every request to an origin goes through ([`crate::net::upstream::forward::client`]
 /// builds it). It resolves names with the deny rules checked ([`CheckedResolver`]), and stamps
 /// each connection with when it was opened ([`Stamping`]) so that a failure on a pooled
 /// connection can be told from one on a new one.
@@ -41,7 +41,7 @@ const MAX_STALE_RETRIES: usize = 3;
 /// origin closed while it sat idle fails (closed or reset before any response), and the request
 /// can be sent again without the client's help (an idempotent method, no body), it is sent
 /// again, as browsers do; a failure on a new connection is final.
-pub(super) async fn send_again_if_stale(client: &UpstreamClient, req: Request<Incoming>, host: &str) -> Result<Response<Incoming>, LegacyError> {
+pub(in crate::net) async fn send_again_if_stale(client: &UpstreamClient, req: Request<Incoming>, host: &str) -> Result<Response<Incoming>, LegacyError> {
     let (parts, body) = req.into_parts();
     let again = is_replayable(&parts.method, &body).then(|| Head::of(&parts));
     let mut req = Request::from_parts(parts, Either::Left(body));
@@ -57,7 +57,7 @@ pub(super) async fn send_again_if_stale(client: &UpstreamClient, req: Request<In
         if !reused || !is_dead_connection(&err) {
             return Err(err);
         }
-        tracing::debug!(%host, error = %super::error::describe(&err), "a pooled connection was closed by the origin; sending the request again");
+        tracing::debug!(%host, error = %crate::net::error::describe(&err), "a pooled connection was closed by the origin; sending the request again");
         req = head.request();
     }
     client.request(req).await
@@ -108,8 +108,8 @@ fn opened_before(connected: &Connected, sent_at: std::time::Instant) -> bool {
 /// The failures of a connection the origin had closed: closed or reset before a response came.
 fn is_dead_connection(err: &LegacyError) -> bool {
     use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset, UnexpectedEof};
-    let hyper_says = super::error::find::<hyper::Error>(err).is_some_and(|h| h.is_incomplete_message() || h.is_canceled() || h.is_closed());
-    hyper_says || super::error::find::<std::io::Error>(err).is_some_and(|io| matches!(io.kind(), ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof))
+    let hyper_says = crate::net::error::find::<hyper::Error>(err).is_some_and(|h| h.is_incomplete_message() || h.is_canceled() || h.is_closed());
+    hyper_says || crate::net::error::find::<std::io::Error>(err).is_some_and(|io| matches!(io.kind(), ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof))
 }
 
 /// The local addresses of the connections to origins pith has open: a client connection from

@@ -1,12 +1,12 @@
 //! `/metrics`: every counter pith exports, in the Prometheus text format. The one place that
 //! writes that text: the cache's counters ([`crate::cache::Snapshot`]), the observer's request
-//! counters and histograms ([`super::observe`]), the control page's choices and the image
+//! counters and histograms ([`crate::net::observe`]), the control page's choices and the image
 //! turns. The modules that count know nothing of the format; this one knows nothing of how they
 //! count.
 
 use std::fmt::Write;
 
-use super::observe::{self, Histogram, Tally};
+use crate::net::observe::{self, Histogram, Tally};
 use crate::cache::Snapshot;
 
 /// The whole `/metrics` text: the cache's counters, the observer's, then the gauges and

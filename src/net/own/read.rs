@@ -22,12 +22,14 @@ use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Request, Response, StatusCode, Uri};
 use hyper::body::Incoming;
 
-use super::bodies::ProxyBody;
-use super::observe::{AccessRecord, Action};
-use super::error::ProxyError;
-use super::respond::Served;
-use super::decide::{decide, Entry};
-use super::{cached, own, State};
+use crate::net::exchange::bodies::ProxyBody;
+use crate::net::observe::{AccessRecord, Action};
+use crate::net::error::ProxyError;
+use crate::net::exchange::respond::Served;
+use crate::net::decide::{decide, Entry};
+use crate::net::exchange::cached;
+use crate::net::own;
+use crate::net::State;
 use crate::config::ListenerConfig;
 use crate::html::adapt::{gateway_link, GATEWAY_PATH};
 

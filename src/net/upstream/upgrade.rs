@@ -9,7 +9,7 @@
 //! asked, and links to them stay `https://`.
 //!
 //! The listener's own serving settings (charset, HTML 3.2) ride on the same last pass, which
-//! [`super::decide`] puts in the profile every proxied page of a listener is served with.
+//! [`crate::net::decide`] puts in the profile every proxied page of a listener is served with.
 //!
 //! `on-redirect` answers the origin's redirect itself with the `http://` URL again, and
 //! remembers the host ([`Secure`], bounded, a day each): the device follows the redirect to the
@@ -22,8 +22,8 @@ use http::header::{self, HeaderValue};
 use http::uri::{Authority, Scheme};
 use http::{Response, Uri};
 
-use super::bodies::ProxyBody;
-use super::State;
+use crate::net::exchange::bodies::ProxyBody;
+use crate::net::State;
 use crate::config::{ListenerConfig, Upgrade};
 use crate::html::adapt::Links;
 

@@ -29,8 +29,8 @@ use hyper::body::Incoming;
 use pin_project_lite::pin_project;
 use tokio::time::Sleep;
 
-use super::drain::Guard;
-use super::observe::{AccessRecord, Ending};
+use crate::net::accept::drain::Guard;
+use crate::net::observe::{AccessRecord, Ending};
 
 /// The error a served body can fail with.
 #[derive(Debug, thiserror::Error)]

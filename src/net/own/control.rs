@@ -32,8 +32,7 @@
 //!   same), and 4096 × 8 × 64 B ≈ 2 MiB for one-shots, whatever the traffic.
 //! - **PAC** ([`pac`]), **metrics** ([`crate::net::observe`]) and the operators' section (`/admin`).
 
-mod page;
-pub mod pac;
+use super::{page, pac};
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
@@ -48,8 +47,9 @@ use http::{HeaderMap, Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
-use super::bodies::{self, ProxyBody};
-use super::{own, State};
+use crate::net::exchange::bodies::{self, ProxyBody};
+use crate::net::own;
+use crate::net::State;
 use crate::config::{ControlConfig, Credentials, ListenerConfig};
 use crate::profile::Profile;
 use crate::state::{Snapshot, StateError, Store};
@@ -73,11 +73,11 @@ const MAX_URL: usize = 4096;
 
 /// What one client chose.
 #[derive(Debug, Default, Clone)]
-struct Prefs {
+pub(super) struct Prefs {
     /// Its profile; `None`: the listener's.
-    profile: Option<String>,
+    pub(super) profile: Option<String>,
     /// Host → profile name.
-    sites: BTreeMap<String, String>,
+    pub(super) sites: BTreeMap<String, String>,
 }
 
 impl Prefs {
@@ -182,7 +182,7 @@ fn url_digest(url: &str) -> [u8; 16] {
 /// The device a request came from, as one-shot choices are kept: its address, an IPv6 one
 /// by its /64.
 pub fn device(ip: IpAddr) -> IpAddr {
-    super::rate::client_key(ip)
+    crate::net::accept::rate::client_key(ip)
 }
 
 /// Every client's choices, the state file they are kept in, and the counts of what was served.
@@ -447,8 +447,8 @@ async fn metrics(state: &State) -> Response<ProxyBody> {
         None => None,
     };
     let (saved, devices, waiting, evicted) = state.control.counts();
-    let (image_waits, placeholders) = super::images::counts();
-    let text = super::metrics::render(snapshot.as_ref(), &state.observer, &[
+    let (image_waits, placeholders) = crate::net::exchange::images::counts();
+    let text = crate::net::own::metrics::render(snapshot.as_ref(), &state.observer, &[
         ("pith_choices_clients", "gauge", "Clients with saved choices (a profile or site switches); at most 10000.", saved as u64),
         ("pith_once_devices", "gauge", "Devices with one-shot choices waiting; at most 4096.", devices as u64),
         ("pith_once_waiting", "gauge", "One-shot choices waiting to be used.", waiting as u64),

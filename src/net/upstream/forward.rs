@@ -23,15 +23,15 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 
-use super::bodies::{self, ProxyBody};
-use super::downstream::{close_when_idle, Downstream};
-use super::error::ProxyError;
-use super::pooled::{self, Stamping};
-use super::resolve::{CheckedResolver, DenyRules, ResolveError};
-use super::State;
+use crate::net::exchange::bodies::{self, ProxyBody};
+use crate::net::accept::downstream::{close_when_idle, Downstream};
+use crate::net::error::ProxyError;
+use crate::net::upstream::pooled::{self, Stamping};
+use crate::net::upstream::resolve::{CheckedResolver, DenyRules, ResolveError};
+use crate::net::State;
 use crate::config::UpstreamConfig;
 
-pub use super::pooled::{UpstreamBody, UpstreamClient};
+pub use crate::net::upstream::pooled::{UpstreamBody, UpstreamClient};
 
 /// The pooled upstream clients: one per destination policy, so that a connection opened for
 /// a listener that may reach private addresses is never reused by one that may not.
@@ -223,7 +223,7 @@ fn sent(host: &str, timeout: std::time::Duration, outcome: Result<Result<Respons
 /// hyper reports an error of the body it was sending as a user error whose cause is that
 /// body's own error, here the client connection's.
 fn is_client_body_error(e: &hyper_util::client::legacy::Error) -> bool {
-    super::error::find::<hyper::Error>(e).is_some_and(|h| h.is_user() && h.source().is_some_and(|cause| cause.is::<hyper::Error>()))
+    crate::net::error::find::<hyper::Error>(e).is_some_and(|h| h.is_user() && h.source().is_some_and(|cause| cause.is::<hyper::Error>()))
 }
 
 /// The deny rules on a target given as an IP address, which the connector connects to
@@ -232,14 +232,14 @@ fn check_address(uri: &Uri, cfg: &UpstreamConfig, deny_private: bool) -> Result<
     let rules = DenyRules::new(cfg, deny_private);
     let host = uri.host().unwrap_or_default().trim_matches(|c| c == '[' || c == ']');
     let Ok(ip) = host.parse::<std::net::IpAddr>() else { return Ok(()) };
-    super::resolve::check(host, &[std::net::SocketAddr::new(ip, 0)], rules).map_err(|source| ProxyError::Destination { source })
+    crate::net::upstream::resolve::check(host, &[std::net::SocketAddr::new(ip, 0)], rules).map_err(|source| ProxyError::Destination { source })
 }
 
 /// What a failed connection attempt means for the client: a refused destination (403) or a
 /// lookup out of time (504) found by the resolver, an untrusted certificate, or another
 /// connect failure.
 fn connect_error(host: &str, e: hyper_util::client::legacy::Error) -> ProxyError {
-    match super::error::find::<ResolveError>(&e) {
+    match crate::net::error::find::<ResolveError>(&e) {
         Some(ResolveError::Denied { host, addr, rule }) => {
             return ProxyError::Destination { source: ResolveError::Denied { host: host.clone(), addr: *addr, rule: rule.clone() } };
         }
@@ -313,7 +313,7 @@ pub fn is_upgrade(headers: &HeaderMap) -> bool {
 /// any other answer is passed through as it is.
 /// The switched connections hold `guard`, the client connection's slot, until they close, and
 /// are closed when `downstream` carries no byte for `limits.tunnel_idle_timeout_ms`.
-pub async fn upgrade(state: &State, deny_private: bool, mut req: Request<Incoming>, uri: Uri, host: &str, (guard, downstream): (super::drain::Guard, Downstream)) -> Result<Response<ProxyBody>, ProxyError> {
+pub async fn upgrade(state: &State, deny_private: bool, mut req: Request<Incoming>, uri: Uri, host: &str, (guard, downstream): (crate::net::accept::drain::Guard, Downstream)) -> Result<Response<ProxyBody>, ProxyError> {
     let protocol = req.headers().get(header::UPGRADE).cloned().ok_or_else(|| ProxyError::BadRequest { reason: "Upgrade header missing".into() })?;
     let switched_client = hyper::upgrade::on(&mut req);
     let via = state.config.upstream.send_via.then_some(&state.via);

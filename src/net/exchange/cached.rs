@@ -6,7 +6,7 @@
 //! origin's validators, and a 304 serves the kept response again (`X-Cache: REVALIDATED`);
 //! otherwise the response is fetched (`X-Cache: MISS`) and kept when HTTP allows it. A page
 //! pith rewrites is kept as rewritten, read whole before it is sent; any other response streams
-//! to the client as it arrives while [`super::tee`] keeps a copy, stored only once the body
+//! to the client as it arrives while [`crate::net::exchange::tee`] keeps a copy, stored only once the body
 //! has ended whole within `cache.max_entry_bytes`.
 //!
 //! A HEAD is answered from a fresh stored GET, head only (RFC 9111 §4); otherwise it goes to the
@@ -46,13 +46,13 @@ use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Request, Response, StatusCode, Uri};
 use hyper::body::Incoming;
 
-use super::bodies;
-use super::observe::Action;
-use super::error::ProxyError;
-use super::forward;
-use super::respond::{self, Exchange, Outcome, Served};
-use super::tee::{Store, Tee};
-use super::State;
+use crate::net::exchange::bodies;
+use crate::net::observe::Action;
+use crate::net::error::ProxyError;
+use crate::net::upstream::forward;
+use crate::net::exchange::respond::{self, Exchange, Outcome, Served};
+use crate::net::exchange::tee::{Store, Tee};
+use crate::net::State;
 use crate::body as codec;
 use crate::cache::range::{self, Part};
 use crate::cache::{self, Ask, Cache, Entry, Form, Freshness, Grace, Key};
@@ -68,7 +68,7 @@ pub struct Target<'a> {
     pub profile: &'a Arc<Profile>,
     /// The client's listener refuses private destinations ([`crate::config::ListenerConfig::deny_private`]).
     pub deny_private: bool,
-    /// The client's address, whose images take their turn to be transcoded ([`super::images`]).
+    /// The client's address, whose images take their turn to be transcoded ([`crate::net::exchange::images`]).
     pub client: Option<std::net::IpAddr>,
 }
 
@@ -123,10 +123,10 @@ async fn check_before_reuse(state: &State, target: &Target<'_>) -> Result<(), Pr
     }
     let cfg = &state.config.upstream;
     let port = target.uri.port_u16().unwrap_or(if target.uri.scheme() == Some(&http::uri::Scheme::HTTPS) { 443 } else { 80 });
-    let rules = super::resolve::DenyRules::new(cfg, true);
-    match tokio::time::timeout(cfg.connect_timeout, super::resolve::resolve(target.host, port, rules)).await {
+    let rules = crate::net::upstream::resolve::DenyRules::new(cfg, true);
+    match tokio::time::timeout(cfg.connect_timeout, crate::net::upstream::resolve::resolve(target.host, port, rules)).await {
         Err(_) => Err(ProxyError::Timeout { host: target.host.to_string(), what: "resolve", after: cfg.connect_timeout }),
-        Ok(Err(source @ super::resolve::ResolveError::Denied { .. })) => Err(ProxyError::Destination { source }),
+        Ok(Err(source @ crate::net::upstream::resolve::ResolveError::Denied { .. })) => Err(ProxyError::Destination { source }),
         // A name that does not resolve now is left to the fetch to report.
         Ok(Err(_)) | Ok(Ok(_)) => Ok(()),
     }

@@ -5,14 +5,21 @@
 //! Pages are small, self-contained HTML with no scripts, so they work on the devices pith is
 //! for. Every dynamic string is escaped.
 
+
+pub mod control;
+pub mod metrics;
+mod page;
+pub mod pac;
+pub mod read;
+
 use std::fmt::Write;
 
 use http::header::{self, HeaderValue};
 use http::{Response, StatusCode};
 
-use super::bodies::{self, ProxyBody};
-use super::error::ProxyError;
-use super::State;
+use crate::net::exchange::bodies::{self, ProxyBody};
+use crate::net::error::ProxyError;
+use crate::net::State;
 
 /// Escapes text for HTML element content and attribute values.
 pub fn escape(text: &str) -> String {
@@ -31,7 +38,7 @@ pub fn escape(text: &str) -> String {
 }
 
 /// One of pith's own pages: `body_html` under the heading `title`.
-pub(super) fn page(status: StatusCode, title: &str, body_html: &str) -> Response<ProxyBody> {
+pub(in crate::net) fn page(status: StatusCode, title: &str, body_html: &str) -> Response<ProxyBody> {
     let html = format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">\
          <title>{t}</title><style>body{{font:1rem/1.5 system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem}}\
@@ -52,9 +59,9 @@ pub fn error_page(err: &ProxyError) -> Response<ProxyBody> {
     let status = err.status();
     let title = format!("{} {}", status.as_u16(), status.canonical_reason().unwrap_or("Error"));
     let side = match err.side() {
-        super::error::Side::Downstream => "The request could not be served as sent.",
-        super::error::Side::Upstream => "The site could not be reached or answered badly; this is not a problem with your device.",
-        super::error::Side::Internal => "pith failed on this page; please report it.",
+        crate::net::error::Side::Downstream => "The request could not be served as sent.",
+        crate::net::error::Side::Upstream => "The site could not be reached or answered badly; this is not a problem with your device.",
+        crate::net::error::Side::Internal => "pith failed on this page; please report it.",
     };
     let body = format!("<p><strong>{}</strong></p><p>{}</p><p><small>pith {}</small></p>", escape(&err.reason()), side, env!("CARGO_PKG_VERSION"));
     let mut resp = page(status, &title, &body);
@@ -63,7 +70,7 @@ pub fn error_page(err: &ProxyError) -> Response<ProxyBody> {
             resp.headers_mut().insert(header::PROXY_AUTHENTICATE, HeaderValue::from_static("Basic realm=\"pith\", charset=\"UTF-8\""));
         }
         ProxyError::RateLimited { retry_after, .. } => {
-            resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(super::rate::retry_after_secs(*retry_after)));
+            resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(crate::net::accept::rate::retry_after_secs(*retry_after)));
         }
         _ => {}
     }
@@ -84,7 +91,7 @@ pub async fn metrics(state: &State) -> Response<ProxyBody> {
         Some(cache) => Some(cache.snapshot().await),
         None => None,
     };
-    let mut resp = Response::new(bodies::full(super::metrics::cache_text(snapshot.as_ref())));
+    let mut resp = Response::new(bodies::full(crate::net::own::metrics::cache_text(snapshot.as_ref())));
     let headers = resp.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -111,7 +118,7 @@ pub fn home(state: &State, path: &str) -> Response<ProxyBody> {
     }
     // Only the profiles a listener serves: one defined in the config and served nowhere is
     // nothing a person here can choose.
-    let _ = write!(body, "</ul><h2>Read a page</h2><p>Without setting a proxy: any address, through pith.</p>{}", super::gateway::box_html(None));
+    let _ = write!(body, "</ul><h2>Read a page</h2><p>Without setting a proxy: any address, through pith.</p>{}", crate::net::own::read::box_html(None));
     body.push_str("<h2>HTTPS</h2><p><a href=\"/ca\">The certificate to install</a> so that pith can de-clutter HTTPS pages too.</p>");
     let _ = write!(body, "<p><small>pith {}</small></p>", env!("CARGO_PKG_VERSION"));
     page(StatusCode::OK, "pith", &body)

@@ -26,12 +26,12 @@ use http::{Method, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
-use super::bodies::{self, ProxyBody, Replay};
-use super::observe::Action;
-use super::budget::{self, Path, Reservation};
-use super::error::ProxyError;
-use super::forward;
-use super::State;
+use crate::net::exchange::bodies::{self, ProxyBody, Replay};
+use crate::net::observe::Action;
+use crate::net::exchange::budget::{self, Path, Reservation};
+use crate::net::error::ProxyError;
+use crate::net::upstream::forward;
+use crate::net::State;
 use crate::body::{self as codec, Coding, DecodeError, Decoder};
 use crate::pipeline;
 use crate::profile::Profile;
@@ -46,12 +46,12 @@ pub struct Exchange<'a> {
     pub url: &'a str,
     /// The client's Accept-Encoding.
     pub accept_encoding: Option<HeaderValue>,
-    /// The client's Accept: the format a transcoded image is sent in ([`super::images`]).
+    /// The client's Accept: the format a transcoded image is sent in ([`crate::net::exchange::images`]).
     pub accept: Option<HeaderValue>,
     /// The profile serving the client.
     pub profile: &'a Profile,
     /// The client's address, when one client asked (not a background revalidation, not ICAP):
-    /// its images take their turn to be transcoded ([`super::images`]).
+    /// its images take their turn to be transcoded ([`crate::net::exchange::images`]).
     pub client: Option<std::net::IpAddr>,
 }
 
@@ -60,7 +60,7 @@ pub struct Served {
     /// The response for the client.
     pub response: Response<ProxyBody>,
     /// What the access log calls it: pass, rewrite, too-large or over-budget from here; hit,
-    /// revalidated or rewrite when the cache serves a kept response ([`super::cached`]).
+    /// revalidated or rewrite when the cache serves a kept response ([`crate::net::exchange::cached`]).
     pub action: Action,
     /// Bytes read from the origin, for a rewrite; 0 for a pass-through, whose bytes are all
     /// counted as they stream to the client (those read before it was passed through too).
@@ -89,9 +89,9 @@ pub struct Rewritten {
 }
 
 impl Rewritten {
-    /// A response read whole and rewritten (a page, or an image by [`super::images`]), still
+    /// A response read whole and rewritten (a page, or an image by [`crate::net::exchange::images`]), still
     /// holding its share of the rewrite memory budget.
-    pub(super) fn new(parts: http::response::Parts, body: Bytes, origin_bytes: u64, hold: Reservation) -> Rewritten {
+    pub(in crate::net) fn new(parts: http::response::Parts, body: Bytes, origin_bytes: u64, hold: Reservation) -> Rewritten {
         Rewritten { parts, body, origin_bytes, hold }
     }
 
@@ -113,8 +113,8 @@ pub enum Outcome {
 /// Like [`respond`], but a rewritten page comes back as its parts and bytes, for the cache.
 pub async fn respond_outcome(state: &State, ex: &Exchange<'_>, resp: Response<Incoming>) -> Result<Outcome, ProxyError> {
     let idle = state.config.upstream.body_idle_timeout;
-    if super::images::is_candidate(ex, &resp, state.config.limits.image_max_bytes) {
-        return super::images::respond(state, ex, resp).await;
+    if crate::net::exchange::images::is_candidate(ex, &resp, state.config.limits.image_max_bytes) {
+        return crate::net::exchange::images::respond(state, ex, resp).await;
     }
     let Some(plan) = plan(ex.method, ex.profile, resp.status(), resp.headers(), state.config.limits.max_rewrite_bytes) else {
         let resp = resp.map(|body| bodies::stream(body, idle));
@@ -141,7 +141,7 @@ pub async fn respond_outcome(state: &State, ex: &Exchange<'_>, resp: Response<In
     let origin_bytes = raw.iter().map(|b| b.len() as u64).sum();
     // The decoded page is all that rewriting needs.
     drop(raw);
-    let bar = super::control::bar(&state.control, &state.config.control, ex.profile, ex.url);
+    let bar = crate::net::own::control::bar(&state.control, &state.config.control, ex.profile, ex.url);
     let body = rewrite(state, ex, &mut parts.headers, decoded, bar).await?;
     hold.shrink_to(body.len() as u64);
     // The encoders leave up to half of the buffer unused; a kept page would keep it all.
@@ -152,8 +152,8 @@ pub async fn respond_outcome(state: &State, ex: &Exchange<'_>, resp: Response<In
 
 /// Rewrites a whole decoded page for the client of `ex`: the pipeline in the profile's form,
 /// the body encoded as the client accepts, `headers` (the origin's) made to match. The step
-/// after reading a page, shared by the proxy and the ICAP service ([`super::icap`]). `bar` is
-/// the control bar to put at the top of the page ([`super::control::bar`]): the proxy's pages
+/// after reading a page, shared by the proxy and the ICAP service ([`crate::net::icap`]). `bar` is
+/// the control bar to put at the top of the page ([`crate::net::own::control::bar`]): the proxy's pages
 /// have it, an ICAP client's do not (its clients reach pith's own pages through it only if
 /// it says so).
 pub async fn rewrite(state: &State, ex: &Exchange<'_>, headers: &mut HeaderMap, decoded: Vec<u8>, bar: Option<String>) -> Result<Vec<u8>, ProxyError> {
@@ -332,7 +332,7 @@ fn stopped(raw: Vec<Bytes>, rest: Incoming, idle: std::time::Duration, why: Stop
 
 /// A response streamed to the client untouched, after any bytes already read; `hold` is their
 /// share of the rewrite memory budget, given back as they are sent.
-pub(super) fn pass<B>(state: &State, resp: Response<B>, read: Vec<Bytes>, action: Action, hold: Option<Reservation>) -> Served
+pub(in crate::net) fn pass<B>(state: &State, resp: Response<B>, read: Vec<Bytes>, action: Action, hold: Option<Reservation>) -> Served
 where
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<bodies::BodyError>,
@@ -349,7 +349,7 @@ where
     Served { response: Response::from_parts(parts, body), action, origin_bytes: 0 }
 }
 
-pub(super) fn strip_response_hop_by_hop(headers: &mut HeaderMap, state: &State) {
+pub(in crate::net) fn strip_response_hop_by_hop(headers: &mut HeaderMap, state: &State) {
     forward::strip_hop_by_hop(headers);
     forward::add_via(headers, &state.via);
 }
@@ -359,7 +359,7 @@ pub(super) fn strip_response_hop_by_hop(headers: &mut HeaderMap, state: &State) 
 /// Rewrites the page and encodes it for the client: inline for an ordinary page, on the
 /// blocking pool for a large one, whose parse and compression would hold an async worker for
 /// long, and in turns ([`large_rewrites`]) for a huge one.
-/// `bar` is the control bar to put atop an HTML page ([`super::control::bar`]).
+/// `bar` is the control bar to put atop an HTML page ([`crate::net::own::control::bar`]).
 async fn transform(profile: &Profile, doc: Vec<u8>, content_type: Option<String>, coding: Coding, (host, url): (&str, &str), bar: Option<String>) -> Result<(pipeline::Page, Vec<u8>), ProxyError> {
     const INLINE_BYTES: usize = 512 * 1024;
     const HUGE_BYTES: usize = 4 << 20;
@@ -368,11 +368,11 @@ async fn transform(profile: &Profile, doc: Vec<u8>, content_type: Option<String>
     let job = move |profile: &Profile, url: &str| -> Result<(pipeline::Page, Vec<u8>), ProxyError> {
         let started = std::time::Instant::now();
         let mut page = process(profile, &doc, content_type.as_deref(), url).map_err(|source| ProxyError::Rewrite { host, source })?;
-        super::observe::rewrite_time().observe(started.elapsed());
+        crate::net::observe::rewrite_time().observe(started.elapsed());
         if let Some(bar) = bar.as_deref().filter(|_| page.content_type.starts_with("text/html")) {
             // The listener's last pass (charset, HTML 3.2) made the page; it makes the bar too.
             let bar = profile.adapt.as_ref().map_or_else(|| bar.as_bytes().to_vec(), |adapt| adapt.fragment(bar));
-            super::control::insert_bar(&mut page.body, &bar);
+            crate::net::own::control::insert_bar(&mut page.body, &bar);
         }
         let body = match coding {
             // The page as it is: an identity encoder would only copy it.
@@ -458,7 +458,7 @@ fn rewrite_headers(headers: &mut HeaderMap, page: &pipeline::Page, coding: Codin
 /// fields and what described the origin's bytes (length, coding, ranges, digests) gone; the new
 /// type and coding; `Vary: Accept-Encoding`; validators weakened. The ICAP service sends them
 /// alone (with no length) when it must answer before it has read a long page whole
-/// ([`super::icap`]).
+/// ([`crate::net::icap`]).
 pub fn rewritten_head(headers: &mut HeaderMap, content_type: &'static str, coding: Coding, state: &State) {
     strip_response_hop_by_hop(headers, state);
     for name in [header::CONTENT_LENGTH, header::CONTENT_ENCODING, header::ACCEPT_RANGES, header::CONTENT_RANGE] {

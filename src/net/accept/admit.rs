@@ -10,7 +10,7 @@ use base64::Engine;
 use http::HeaderMap;
 use ipnet::IpNet;
 
-use super::error::ProxyError;
+use crate::net::error::ProxyError;
 use crate::config::{Credentials, ListenerConfig};
 
 /// Decides whether a request from `client` with `headers` may be served.

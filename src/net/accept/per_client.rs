@@ -2,8 +2,8 @@
 //! a shared gateway can take every `max_connections` slot and lock everyone else out.
 //!
 //! Clients are counted by address, an IPv6 client by its /64 as the rate limiter keys them
-//! ([`super::rate`]). A connection takes a [`ClientSlot`] when it is accepted and gives it back
-//! when it closes, tunnels included (the slot lives in the connection's [`super::drain::Guard`]).
+//! ([`crate::net::accept::rate`]). A connection takes a [`ClientSlot`] when it is accepted and gives it back
+//! when it closes, tunnels included (the slot lives in the connection's [`crate::net::accept::drain::Guard`]).
 //! A connection past the cap is answered 503 with `Retry-After` at once. A client is logged when
 //! it reaches the cap and when it is served again, with the count refused meanwhile, never once
 //! per refused connection. Only clients with open connections are tracked, so memory follows
@@ -37,7 +37,7 @@ impl ClientCounts {
     /// Counts a new connection from `client`, unless it already has `cap` open: then `Err`
     /// holds how many it has.
     pub fn take(self: &Arc<Self>, client: IpAddr, cap: usize) -> Result<ClientSlot, usize> {
-        let key = super::rate::client_key(client);
+        let key = crate::net::accept::rate::client_key(client);
         let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
         let count = clients.entry(key).or_default();
         if count.open >= cap {
@@ -58,7 +58,7 @@ impl ClientCounts {
     /// Connections open now from `client` (its /64 for IPv6).
     pub fn open(&self, client: IpAddr) -> usize {
         let clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
-        clients.get(&super::rate::client_key(client)).map_or(0, |c| c.open)
+        clients.get(&crate::net::accept::rate::client_key(client)).map_or(0, |c| c.open)
     }
 }
 
