@@ -24,7 +24,7 @@ use std::sync::LazyLock;
 
 use libfuzzer_sys::fuzz_target;
 use pith::config::ControlConfig;
-use pith::net::own::control::Control;
+use pith::net::choices::Control;
 
 const WHO: [&str; 3] = ["ip:127.0.0.1", "user:alice", "ip:::1"];
 

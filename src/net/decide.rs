@@ -13,7 +13,7 @@ use std::sync::Arc;
 use http::Uri;
 
 use crate::net::error::ProxyError;
-use crate::net::own::control;
+use crate::net::choices;
 use crate::net::upstream::upgrade;
 use crate::net::State;
 use crate::config::{IcapConfig, ListenerConfig, Upgrade};
@@ -68,8 +68,8 @@ pub struct Decision {
 pub fn decide(state: &State, entry: Entry<'_>) -> Result<Decision, ProxyError> {
     match entry {
         Entry::Proxy { listener, client, host, url, uri, plain } => {
-            // The client's own choice, when it made one ([`control::Control::profile_for`]).
-            let who = || control::client_id(listener, client);
+            // The client's own choice, when it made one ([`choices::Control::profile_for`]).
+            let who = || choices::client_id(listener, client);
             let chosen = state.control.profile_for(&state.config.control, who, client, host, url);
             let is_chosen = chosen.is_some();
             let base = chosen.unwrap_or_else(|| listener.profile.clone());

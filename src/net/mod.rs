@@ -34,6 +34,7 @@
 //!   with the steps of [`respond`].
 
 pub mod accept;
+pub mod choices;
 pub mod decide;
 pub mod error;
 pub mod exchange;
@@ -46,7 +47,6 @@ pub mod upstream;
 
 use accept::{conn, rate};
 use exchange::budget;
-use own::control;
 use upstream::{forward, upgrade};
 
 use std::future::Future;
@@ -84,7 +84,7 @@ pub struct State {
     /// The rewrite memory budget (`limits.rewrite_memory_bytes`).
     pub budget: Arc<budget::Budget>,
     /// Each client's choices; made at start-up and kept across reloads.
-    pub control: Arc<control::Control>,
+    pub control: Arc<choices::Control>,
     /// What was served, as the response path reports it ([`observe`]); made at start-up and
     /// kept across reloads.
     pub observer: Arc<observe::Tally>,

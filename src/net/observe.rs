@@ -289,6 +289,18 @@ pub fn rewrite_time() -> &'static Histogram {
     REWRITES.get_or_init(Histogram::default)
 }
 
+/// Images that waited for a transcoding turn since start, in this process (the turns are
+/// shared by every proxy in it); the image step ([`super::exchange::images`]) counts them.
+pub static IMAGE_WAITS: AtomicU64 = AtomicU64::new(0);
+/// Images that waited past `limits.image_wait_ms` and were sent a placeholder instead.
+pub static IMAGE_PLACEHOLDERS: AtomicU64 = AtomicU64::new(0);
+
+/// Images that waited for a transcoding turn, and those sent a placeholder instead, in this
+/// process.
+pub fn image_counts() -> (u64, u64) {
+    (IMAGE_WAITS.load(Ordering::Relaxed), IMAGE_PLACEHOLDERS.load(Ordering::Relaxed))
+}
+
 /// The counts of one running proxy; it outlives reloads.
 pub struct Tally {
     epoch: Instant,

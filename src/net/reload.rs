@@ -212,7 +212,7 @@ impl State {
         // The choices and counts outlive every state; a new `state.path` takes a restart.
         let control = match prev {
             Some(p) => p.control.clone(),
-            None => Arc::new(crate::net::own::control::Control::open(&config.control)?),
+            None => Arc::new(crate::net::choices::Control::open(&config.control)?),
         };
         let observer = prev.map_or_else(Default::default, |p| p.observer.clone());
         let upgraded = prev.map_or_else(Default::default, |p| p.upgraded.clone());

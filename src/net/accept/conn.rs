@@ -305,7 +305,7 @@ impl Handler {
             profile: this.listener.profile.name.clone(),
             action: Action::Pass,
             start: Instant::now(),
-            tally: Some((this.state.observer.clone(), control::client_id(&this.listener, this.client.ip()))),
+            tally: Some((this.state.observer.clone(), crate::net::choices::client_id(&this.listener, this.client.ip()))),
         };
         let span = request_span(&this, &req, &record.url);
         let mut pending = Unanswered { record: Some(record), guard: &this.guard };

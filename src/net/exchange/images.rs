@@ -25,7 +25,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Mutex, PoisonError};
 
 use bytes::{Bytes, BytesMut};
@@ -36,7 +36,7 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
 use crate::net::exchange::bodies;
-use crate::net::observe::Action;
+use crate::net::observe::{self, Action};
 use crate::net::error::ProxyError;
 use crate::net::exchange::respond::{self, Exchange, Outcome};
 use crate::net::State;
@@ -106,7 +106,7 @@ pub async fn respond(state: &State, ex: &Exchange<'_>, resp: Response<Incoming>)
     let max_width = hinted.map_or(images.max_width, |w| w.min(images.max_width));
     let target = Target { format: Format::for_accept(accept), max_width, quality: images.quality, max_pixels: state.config.limits.image_max_pixels };
     let Some(turn) = take_turn(ex.client, state.config.limits.image_wait).await else {
-        PLACEHOLDERS.fetch_add(1, Ordering::Relaxed);
+        observe::IMAGE_PLACEHOLDERS.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(url = ex.url, "image waited past limits.image_wait_ms for a transcoding turn; a placeholder was sent");
         return Ok(Outcome::Passed(placeholder(len)));
     };
@@ -150,16 +150,6 @@ async fn run(data: &Bytes, target: Target, hold: &mut crate::net::exchange::budg
 /// A placeholder for an image that waited too long for its turn: a 1×1 light grey GIF
 /// (43 bytes), the smallest image every browser shows.
 pub const PLACEHOLDER: &[u8] = b"GIF89a\x01\x00\x01\x00\x80\x00\x00\xdd\xdd\xdd\xff\xff\xff!\xf9\x04\x00\x00\x00\x00\x00,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;";
-
-/// Images that waited for a transcoding turn, and those that got a placeholder, since start.
-static WAITS: AtomicU64 = AtomicU64::new(0);
-static PLACEHOLDERS: AtomicU64 = AtomicU64::new(0);
-
-/// Images that waited for a transcoding turn, and those sent a placeholder instead, in this
-/// process (the turns are shared by every proxy in it).
-pub fn counts() -> (u64, u64) {
-    (WAITS.load(Ordering::Relaxed), PLACEHOLDERS.load(Ordering::Relaxed))
-}
 
 /// The placeholder response: never kept (no-store, and [`Action::Placeholder`]), `origin_bytes`
 /// read from the origin for nothing.
@@ -248,7 +238,7 @@ async fn take_turn(client: Option<IpAddr>, wait: std::time::Duration) -> Option<
         queue.push_back(tx);
         rx
     };
-    WAITS.fetch_add(1, Ordering::Relaxed);
+    observe::IMAGE_WAITS.fetch_add(1, Ordering::Relaxed);
     let mut waiting = Waiting(rx);
     match tokio::time::timeout(wait, &mut waiting.0).await {
         Ok(Ok(())) => Some(Turn(())),

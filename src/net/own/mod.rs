@@ -17,6 +17,7 @@ use std::fmt::Write;
 use http::header::{self, HeaderValue};
 use http::{Response, StatusCode};
 
+use crate::html::adapt::GATEWAY_PATH;
 use crate::net::exchange::bodies::{self, ProxyBody};
 use crate::net::error::ProxyError;
 use crate::net::State;
@@ -118,10 +119,28 @@ pub fn home(state: &State, path: &str) -> Response<ProxyBody> {
     }
     // Only the profiles a listener serves: one defined in the config and served nowhere is
     // nothing a person here can choose.
-    let _ = write!(body, "</ul><h2>Read a page</h2><p>Without setting a proxy: any address, through pith.</p>{}", crate::net::own::read::box_html(None));
+    let _ = write!(body, "</ul><h2>Read a page</h2><p>Without setting a proxy: any address, through pith.</p>{}", box_html(None));
     body.push_str("<h2>HTTPS</h2><p><a href=\"/ca\">The certificate to install</a> so that pith can de-clutter HTTPS pages too.</p>");
     let _ = write!(body, "<p><small>pith {}</small></p>", env!("CARGO_PKG_VERSION"));
     page(StatusCode::OK, "pith", &body)
+}
+
+/// The form of the URL box, for `/read` and (without a listener: no choice of profile) pith's
+/// home page.
+pub fn box_html(listener: Option<&crate::config::ListenerConfig>) -> String {
+    let mut html = format!(
+        "<form action=\"{GATEWAY_PATH}\" method=\"get\"><p><label for=\"url\">Address</label> \
+         <input id=\"url\" name=\"url\" type=\"url\" size=\"40\" placeholder=\"https://example.com/\" required>"
+    );
+    if let Some(listener) = listener.filter(|l| !l.serving.gateway.is_empty()) {
+        html.push_str(" <select name=\"profile\" aria-label=\"Profile\">");
+        for p in std::iter::once(&listener.profile).chain(&listener.serving.gateway) {
+            html.push_str(&format!("<option>{}</option>", escape(&p.name)));
+        }
+        html.push_str("</select>");
+    }
+    html.push_str(" <button type=\"submit\">Read</button></p></form>");
+    html
 }
 
 /// Install steps per client, for `/ca`. Firefox keeps its own store on every system; Chrome

@@ -9,7 +9,7 @@ use http::{Response, StatusCode};
 use crate::net::exchange::bodies::ProxyBody;
 use crate::net::own;
 use crate::net::State;
-use super::control::Prefs;
+use crate::net::choices::Prefs;
 use crate::config::ListenerConfig;
 use crate::profile::Profile;
 
@@ -143,7 +143,7 @@ pub fn home(state: &State, listener: &ListenerConfig, address: &str, who: &str, 
             if saved > 0 { format!(", saving {}", amount(saved)) } else { String::new() }
         );
     }
-    let _ = write!(b, "<h2>Read a page</h2><p>Without setting a proxy: any address, through pith.</p>{}", crate::net::own::read::box_html(Some(listener)));
+    let _ = write!(b, "<h2>Read a page</h2><p>Without setting a proxy: any address, through pith.</p>{}", super::box_html(Some(listener)));
     b.push_str("<h2>Set up a device</h2><p>Set this proxy in the device's network settings, or give it the automatic configuration address <a href=\"/proxy.pac\"><code>http://pith/proxy.pac</code></a> (also at <code>/wpad.dat</code>).</p>");
     let address = own::escape(address);
     let _ = write!(

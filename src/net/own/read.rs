@@ -223,25 +223,7 @@ fn is_rewritten(headers: &HeaderMap) -> bool {
 
 /// `/read` without an address: a box to type one in, and the profiles offered.
 pub fn url_box(listener: &ListenerConfig) -> Response<ProxyBody> {
-    own::page(StatusCode::OK, "Read a page through pith", &box_html(Some(listener)))
-}
-
-/// The form of the URL box, for `/read` and (without a listener: no choice of profile) pith's
-/// home page.
-pub fn box_html(listener: Option<&ListenerConfig>) -> String {
-    let mut html = format!(
-        "<form action=\"{GATEWAY_PATH}\" method=\"get\"><p><label for=\"url\">Address</label> \
-         <input id=\"url\" name=\"url\" type=\"url\" size=\"40\" placeholder=\"https://example.com/\" required>"
-    );
-    if let Some(listener) = listener.filter(|l| !l.serving.gateway.is_empty()) {
-        html.push_str(" <select name=\"profile\" aria-label=\"Profile\">");
-        for p in std::iter::once(&listener.profile).chain(&listener.serving.gateway) {
-            html.push_str(&format!("<option>{}</option>", own::escape(&p.name)));
-        }
-        html.push_str("</select>");
-    }
-    html.push_str(" <button type=\"submit\">Read</button></p></form>");
-    html
+    own::page(StatusCode::OK, "Read a page through pith", &own::box_html(Some(listener)))
 }
 
 #[cfg(test)]
