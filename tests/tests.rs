@@ -25,6 +25,7 @@ mod icap;
 mod html5lib;
 mod images;
 mod intercept;
+mod layout;
 mod lifetimes;
 mod limits;
 mod profiles;

@@ -29,6 +29,7 @@ use hyper::body::Incoming;
 use crate::net::exchange::bodies::{self, ProxyBody, Replay};
 use crate::net::observe::Action;
 use crate::net::exchange::budget::{self, Path, Reservation};
+use crate::net::exchange::images;
 use crate::net::error::ProxyError;
 use crate::net::upstream::forward;
 use crate::net::State;
@@ -113,8 +114,8 @@ pub enum Outcome {
 /// Like [`respond`], but a rewritten page comes back as its parts and bytes, for the cache.
 pub async fn respond_outcome(state: &State, ex: &Exchange<'_>, resp: Response<Incoming>) -> Result<Outcome, ProxyError> {
     let idle = state.config.upstream.body_idle_timeout;
-    if crate::net::exchange::images::is_candidate(ex, &resp, state.config.limits.image_max_bytes) {
-        return crate::net::exchange::images::respond(state, ex, resp).await;
+    if images::is_candidate(ex, &resp, state.config.limits.image_max_bytes) {
+        return images::respond(state, ex, resp).await;
     }
     let Some(plan) = plan(ex.method, ex.profile, resp.status(), resp.headers(), state.config.limits.max_rewrite_bytes) else {
         let resp = resp.map(|body| bodies::stream(body, idle));
