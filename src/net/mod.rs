@@ -1,37 +1,28 @@
-//! The network side: listeners, connections, and the steps of one proxied request.
+//! The network side: listeners, connections, and the steps of one proxied request, in folders
+//! along the path a request takes (ARCHITECTURE.md draws it file by file).
 //!
-//! - [`Proxy`] binds every configured listener and runs their accept loops. Connections are
-//!   bounded by a semaphore (`limits.max_connections`; past it a connection waits briefly,
-//!   then gets 503) and per client (`limits.max_connections_per_client`); each gets its own
-//!   task and a [`conn::Handler`] that serves its requests one step at a time.
-//! - [`reload`]: the running [`State`], replaced whole when the configuration is reloaded
-//!   through a [`ProxyHandle`].
-//! - [`drain`]: connection slots, tunnels included, and the two phases of shutdown.
+//! - [`Proxy`] binds every configured listener and runs their accept loops; [`reload`]: the
+//!   running [`State`], replaced whole when the configuration is reloaded through a
+//!   [`ProxyHandle`].
+//! - [`accept`]: accept and admit. Connections are bounded by a semaphore
+//!   (`limits.max_connections`; past it a connection waits briefly, then gets 503) and per
+//!   client (`limits.max_connections_per_client`); each gets its own task and an
+//!   [`accept::conn::Handler`] that serves its requests one step at a time: the rate, the
+//!   target, admission ([`accept::admit`]), then the profile and the exchange.
 //! - [`decide`]: the one decision of a request's profile and serving settings, for the
-//!   proxy, the gateway and ICAP alike.
-//! - [`target`]: the request target, userinfo removed; [`admit`]: allow list and proxy
-//!   authentication; [`rate`]: the per-client request rate; [`per_client`]: the per-client
-//!   connection cap.
-//! - [`downstream`]: the client's stream: write timeout, tunnel idle time, interim responses.
-//! - [`forward`]: the pooled upstream client and request preparation; [`pooled`]: a request
-//!   sent again when its pooled connection turns out closed by the origin.
-//! - [`cached`]: the cache step (lookup, single fill, revalidation, HEAD and `only-if-cached`
-//!   answered from what is kept), then forward and respond; [`tee`]: the copy kept of a
-//!   response that streams through, stored only when it ends whole.
-//! - [`observe`]: what the response path reports (counts per client, site and request
-//!   kind), read by the control page and `/metrics`; [`metrics`]: all of `/metrics`' text.
-//! - [`respond`]: classify a response, then pass it through or rewrite it; [`images`]: image
-//!   responses transcoded for a profile that asks for it.
-//! - [`budget`]: the memory budget of the pages being buffered and rewritten.
-//! - [`connect`]: CONNECT: blind tunnels, and HTTPS interception with leaves from [`crate::tls`].
-//! - [`own`]: pith's own pages and error pages; [`control`]: the control page at `http://pith/`
-//!   (each client's profile choice and per-site switches, the bar, PAC, metrics);
-//!   [`gateway`]: the URL gateway (`/read?url=`) on a listener's own address.
-//! - [`upgrade`]: HTTPS fetched for plain-HTTP clients, and the profile a listener serves
-//!   pages with (links, charset, HTML 3.2).
-//! - [`bodies`]: the body types served and the wrappers that time and log them.
+//!   proxy, the gateway and ICAP alike; [`choices`]: each client's choices it reads.
+//! - [`exchange`]: the cache step, the response classified and passed through or rewritten
+//!   within the rewrite memory budget, image responses, the body types served.
+//! - [`upstream`]: the pooled clients and request preparation, a request sent again on a
+//!   closed pooled connection, destination rules, HTTPS fetched for plain-HTTP clients.
+//! - [`tunnel`]: CONNECT: blind tunnels, and HTTPS interception with leaves from [`crate::tls`].
+//! - [`own`]: pith's own pages and error pages: the control page at `http://pith/` and its
+//!   bar, PAC, `/metrics` (the one writer of Prometheus text), `/admin`, `/ca`, and the URL
+//!   gateway (`/read?url=`) on a listener's own address.
+//! - [`observe`]: what the response path reports (the access record, counts per client,
+//!   site and request kind), read by the control page and `/metrics`.
 //! - [`icap`]: the ICAP service (`[[icap]]`): Squid hands pith responses, pith rewrites them
-//!   with the steps of [`respond`].
+//!   with the steps of [`exchange::respond`].
 
 pub mod accept;
 pub mod choices;
@@ -97,7 +88,7 @@ impl State {
     /// addresses. A wildcard listener answers on every address of the machine: loopback, the
     /// unspecified address, and any address this machine holds ([`is_local_address`]), asked
     /// only when the port is one pith listens on. A name that leads back here another way is
-    /// caught when its request arrives ([`pooled::is_own_connection`]).
+    /// caught when its request arrives ([`upstream::pooled::is_own_connection`]).
     pub fn is_self(&self, host: &str, port: u16) -> bool {
         is_own(host, port, &self.own_addrs)
     }

@@ -1,7 +1,7 @@
 //! The observer of what pith serves: the response path reports here, and the pages that show
 //! the counts read from here. Bytes from origins and to clients per client and per site over
 //! the last hour (for the control page), and the request counters and histograms `/metrics`
-//! shows ([`crate::net::own::metrics`] writes their text).
+//! shows ([`mod@crate::net::own::metrics`] writes their text).
 //!
 //! Every finished request reports once, when its access-log line is written
 //! ([`AccessRecord::write`]). This module imports nothing of the pages that read

@@ -15,7 +15,7 @@
 //! image that waited `limits.image_wait_ms` without a turn gets a small placeholder image
 //! ([`PLACEHOLDER`], `Cache-Control: no-store`, never kept), never the untranscoded bytes:
 //! asked for again, the image is transcoded then. Waits and placeholders are counted for
-//! `/metrics` ([`counts`]).
+//! `/metrics` ([`crate::net::observe::image_counts`]).
 //!
 //! The client gets WebP when its `Accept` names `image/webp`, else JPEG, at most
 //! `image_max_width` wide, with `Vary: Accept`; and the origin's bytes whenever the result is

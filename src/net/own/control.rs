@@ -21,11 +21,11 @@
 //!   profile and is cached per profile as any page. `/once` without a valid signature records
 //!   nothing and redirects nowhere: it shows a page with one button, a form POST with the
 //!   client's token, so it is neither an open redirect nor a change made by a plain GET.
-//! - **Bounds** ([`Onces`], [`MAX_CLIENTS`]): saved choices (profile, site switches) are kept
-//!   for at most [`MAX_CLIENTS`] identities with at most [`MAX_SITES`] switches each, and are
+//! - **Bounds** ([`crate::net::choices::Onces`], [`crate::net::choices::MAX_CLIENTS`]): saved choices (profile, site switches) are kept
+//!   for at most [`crate::net::choices::MAX_CLIENTS`] identities with at most [`crate::net::choices::MAX_SITES`] switches each, and are
 //!   never evicted by other clients' traffic: a new identity past the cap browses in its
 //!   listener's profile and is told why it cannot save. One-shot choices live apart, at most
-//!   [`MAX_ONCE`] per device and [`MAX_ONCE_DEVICES`] devices, keyed by a digest of the URL;
+//!   [`crate::net::choices::MAX_ONCE`] per device and [`crate::net::choices::MAX_ONCE_DEVICES`] devices, keyed by a digest of the URL;
 //!   expired ones are swept by time, and past the cap the device whose one-shots are oldest
 //!   is evicted. Worst case in memory: about 10,000 × (200 switches of a 253-byte host) for
 //!   saved choices (≈ 600 MB only if every identity fills every switch; the file holds the
