@@ -38,41 +38,22 @@
 //! ([`kept_stats`]; the tree's own statistics describe the page as parsed), and URL resolution
 //! for links ([`resolve_url`], [`document_base`]).
 
-// The files are grouped in folders, removers/ and extractors/, while the modules stay children
-// of this one: every path (`extract::pith`, `super::prose` in a remover) reads as before.
-#[path = "removers/ads.rs"]
 pub mod ads;
-#[path = "removers/boilerplate.rs"]
 pub mod boilerplate;
-#[path = "removers/declutter.rs"]
 pub mod declutter;
-#[path = "removers/empty.rs"]
 pub mod empty;
-#[path = "removers/landmarks.rs"]
 pub mod landmarks;
-#[path = "removers/linklist.rs"]
 pub mod linklist;
-#[path = "removers/retainer.rs"]
 pub mod retainer;
-#[path = "extractors/algorithm.rs"]
 pub mod algorithm;
-#[path = "extractors/block_analysis.rs"]
 pub mod block_analysis;
-#[path = "extractors/ccb.rs"]
 pub mod ccb;
-#[path = "extractors/cetr.rs"]
 pub mod cetr;
-#[path = "extractors/density.rs"]
 pub mod density;
-#[path = "extractors/distribution.rs"]
 pub mod distribution;
-#[path = "extractors/info_optics.rs"]
 pub mod info_optics;
-#[path = "extractors/link_ratio.rs"]
 pub mod link_ratio;
-#[path = "extractors/pith/mod.rs"]
 pub mod pith;
-#[path = "extractors/site_redundancy.rs"]
 pub mod site_redundancy;
 pub mod hidden;
 pub mod lang;

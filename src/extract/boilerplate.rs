@@ -76,7 +76,7 @@ const MAX_PREFIX_WORDS: usize = 6;
 /// The built-in phrases, read once.
 static PHRASES: LazyLock<Phrases> = LazyLock::new(|| Phrases::parse(BUILTIN).unwrap_or_default());
 
-const BUILTIN: &str = include_str!("../../../filters/boilerplate.txt");
+const BUILTIN: &str = include_str!("../../filters/boilerplate.txt");
 
 impl Phrases {
     /// The built-in phrases.

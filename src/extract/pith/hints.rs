@@ -138,7 +138,7 @@ fn classify(w: &[u8]) -> u8 {
 static NAMES: LazyLock<Names> = LazyLock::new(|| Names::parse(BUILTIN_NAMES).unwrap_or_default());
 
 /// The built-in names file.
-const BUILTIN_NAMES: &str = include_str!("../../../../filters/reader-names.txt");
+const BUILTIN_NAMES: &str = include_str!("../../../filters/reader-names.txt");
 
 /// Class and id words: whole words, sorted, and stems, with a filter per first letter (a bit
 /// per length a word or stem could match) so most words are turned away by one lookup.
