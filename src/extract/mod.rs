@@ -7,7 +7,7 @@
 //! has learnt of the site's other pages, in a [`SiteMemory`](site_redundancy::SiteMemory) that
 //! the proxy shares between connections behind a mutex.
 //!
-//! The Crunch removers, in `removers/`, run in this order by [`declutter::run`]:
+//! The Crunch removers, one file each, run in this order by [`declutter::run`]:
 //!
 //! | file | remover |
 //! |---|---|
@@ -25,7 +25,7 @@
 //! finds content only scripts would show (`<noscript>`, JSON-LD `articleBody`; template
 //! scripts are never content), which reading mode reads when the visible page holds next to nothing.
 //!
-//! Reading mode's extractors, in `extractors/`, one file each with its source, are named by
+//! Reading mode's extractors, one file each with its source, are named by
 //! [`algorithm`] ([`algorithm::Algorithm`]: `pith`, the default, with its parts under `pith/`,
 //! `distribution`, `link-ratio`, `block-analysis`, `density`, `cetr`, `cetr-km`, `ccb`,
 //! `info-optics`, `site-redundancy`, and `crunch`, the removers above taken as an extractor);
