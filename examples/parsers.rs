@@ -1,13 +1,17 @@
 //! pith's parser and declutter pass beside lol_html's streaming rewrite and html5ever, on the
-//! same pages: microseconds of CPU per page and MB/s, one thread, the best of N rounds.
+//! same pages: microseconds of CPU per page and MB/s of input, one thread, the best of N rounds.
 //!
-//! `cargo run --release --example parsers -- [--rounds N] FILE...` (pages as served, e.g.
-//! `../shared/bench/scrapinghub/*.html`; each decoded as UTF-8, invalid bytes replaced). Rows:
+//! `cargo run --release --example parsers -- [--rounds N] FILE...` (pages as served, e.g. the 23
+//! of `perf/gate-pages.txt` under `../shared/bench/scrapinghub`; each decoded as UTF-8, invalid
+//! bytes replaced). Rows:
 //!
-//! - pith, tokenizer and tree builder: [`pith::dom::Tree::parse`], the tree every remover reads.
-//! - pith, declutter stage 2: parse, the `declutter` removers (automatic preset, the shipped ad
-//!   lists) and rendering, over stage 1's output (as `cargo bench --bench stage2` runs it).
-//! - pith, stage 1 alone: the lol_html pass pith runs first (the built-in declutter rules).
+//! - pith, the whole declutter page: `pipeline::process` with the built-in `declutter` profile,
+//!   what the proxy runs per page (charset, the stage-1 rules applied while the tree is built,
+//!   the removers with the ad lists, rendering).
+//! - pith, tokenizer and tree builder: [`pith::dom::Tree::parse`] of the page as served.
+//! - pith, stage 1 as a lol_html stream: [`pith::html::stage1::rewrite`], the built-in
+//!   declutter rules as lol_html handlers (the streaming form; the proxy applies the same rules
+//!   while it builds the tree).
 //! - lol_html, streaming rewrite: script, style, noscript, iframe and svg elements removed; no
 //!   tree, so nothing can be judged by its subtree.
 //! - html5ever, tokenizer alone (0.40, a sink that drops every token).
@@ -15,11 +19,13 @@
 
 use std::time::{Duration, Instant};
 
-use html5ever::tokenizer::{BufferQueue, Token, TokenSink, TokenSinkResult, Tokenizer, TokenizerOpts};
-use pith::ads::AdFilter;
+use html5ever::tokenizer::{
+    BufferQueue, Token, TokenSink, TokenSinkResult, Tokenizer, TokenizerOpts,
+};
+use pith::config::Config;
 use pith::dom::Tree;
-use pith::extract::{declutter, Context, PresetName};
 use pith::html::{stage1, RuleSet};
+use pith::pipeline::{self, Output};
 
 struct Drop;
 
@@ -47,12 +53,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let bytes: usize = pages.iter().map(String::len).sum();
     let rules = RuleSet::builtin("declutter").ok_or("the built-in declutter rules do not parse")?;
-    let staged: Vec<String> = pages
-        .iter()
-        .map(|p| stage1::rewrite(&rules, p).map(|(html, _)| html))
-        .collect::<Result<_, _>>()?;
-    let ads = AdFilter::builtin();
-    let settings = PresetName::Automatic.settings();
+    let config = Config::embedded_default()?;
+    let profile = config
+        .profiles
+        .get("declutter")
+        .cloned()
+        .ok_or("the built-in config has no declutter profile")?;
     println!(
         "{} pages, {} bytes, mean {} bytes; best of {rounds} rounds",
         pages.len(),
@@ -68,36 +74,38 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             bytes as f64 / time.as_secs_f64() / 1e6
         );
     };
-    row("pith, tokenizer and tree builder", best(rounds, &pages, |p| Tree::parse(p).len()));
     row(
-        "pith, declutter stage 2 (parse, removers, render)",
-        best(rounds, &staged, |p| {
-            let mut tree = Tree::parse(p);
-            let ctx = Context {
-                ads: Some(&*ads),
-                ..Context::default()
-            };
-            declutter::run(&mut tree, &settings, &ctx);
-            pith::render::html::render(&tree).len()
+        "pith, the whole declutter page (pipeline::process)",
+        best(rounds, &pages, |p| {
+            pipeline::process(
+                &profile,
+                p.as_bytes(),
+                Some("text/html"),
+                Output::Html,
+                None,
+            )
+            .map_or(0, |page| page.body.len())
         }),
     );
     row(
-        "pith, stage 1 (lol_html, the declutter rules)",
-        best(rounds, &pages, |p| stage1::rewrite(&rules, p).map_or(0, |(h, _)| h.len())),
+        "pith, tokenizer and tree builder",
+        best(rounds, &pages, |p| Tree::parse(p).len()),
+    );
+    row(
+        "pith, stage 1 as a lol_html stream (the declutter rules)",
+        best(rounds, &pages, |p| {
+            stage1::rewrite(&rules, p).map_or(0, |(h, _)| h.len())
+        }),
     );
     row(
         "lol_html, streaming rewrite (5 element kinds removed)",
         best(rounds, &pages, |p| {
-            let settings = lol_html::RewriteStrSettings {
-                element_content_handlers: vec![lol_html::element!(
-                    "script, style, noscript, iframe, svg",
-                    |el| {
-                        el.remove();
-                        Ok(())
-                    }
-                )],
-                ..lol_html::RewriteStrSettings::new()
-            };
+            let settings = lol_html::Settings::new().append_element_content_handler(
+                lol_html::element!("script, style, noscript, iframe, svg", |el| {
+                    el.remove();
+                    Ok(())
+                }),
+            );
             lol_html::rewrite_str(p, settings).map_or(0, |h| h.len())
         }),
     );

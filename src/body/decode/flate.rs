@@ -83,7 +83,8 @@ impl Default for GzipStage {
             crc: Crc::new(),
             trailer: [0; 8],
             trailer_len: 0,
-            out: vec![0; OUT_CHUNK],
+            // Made on first use: a last stage inflates into the sink instead.
+            out: Vec::new(),
         }
     }
 }
@@ -203,6 +204,9 @@ impl GzipStage {
     }
 
     fn read_body(&mut self, input: &[u8], emit: Emit<'_>) -> Result<usize, DecodeError> {
+        if self.out.is_empty() {
+            self.out = vec![0; OUT_CHUNK];
+        }
         let GzipStage {
             inflater, crc, out, ..
         } = self;
