@@ -208,7 +208,9 @@ const WHOLE_FLATE_LEVEL: i32 = 1;
 
 thread_local! {
     /// This thread's gzip/deflate compressor, made on first use and kept: libdeflate's
-    /// compressor holds no stream state between calls, only its tables.
+    /// compressor holds no stream state between calls, only its tables (198 KiB at level 1,
+    /// `sizeof` of its level-1 state). Threads that compress: the async workers, and the
+    /// blocking pool's threads that rewrite pages over 512 KiB, which exit when idle.
     static FLATE: std::cell::RefCell<Option<libdeflater::Compressor>> = const { std::cell::RefCell::new(None) };
     /// Bodies compressed by [`encode_all`] on this thread.
     static COMPRESSIONS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
