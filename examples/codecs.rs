@@ -6,9 +6,11 @@
 //! settings where they apply, and prints per setting: output as a share of the input, and
 //! microseconds of CPU per page (the best of N rounds, so other load on the machine adds little).
 //! Then the inflate side: gzip level 6 bodies (what nginx's gzip_static serves here) decoded by
-//! pith's [`pith::body::Decoder`], in microseconds per page.
+//! pith's [`pith::body::Decoder`], by flate2's `GzDecoder` and by libdeflate (whole buffer, its
+//! output sized from the gzip trailer), in microseconds per page; last, libdeflate's levels 1 to
+//! 6 with a compressor made per page ([`pith::body::encode_all`] keeps one per thread).
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use flate2::write::GzEncoder;
@@ -73,6 +75,43 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "| inflate gzip 6 (pith's Decoder) | | {:.0} |",
         per_page(time, pages.len())
     );
+    let (bytes, time) = best(rounds, &zipped, |z| {
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(z)
+            .read_to_end(&mut out)
+            .map(|_| out.len())
+            .unwrap_or(0)
+    });
+    assert_eq!(bytes, input);
+    println!(
+        "| inflate gzip 6 (flate2 GzDecoder, zlib-rs) | | {:.0} |",
+        per_page(time, pages.len())
+    );
+    let (bytes, time) = best(rounds, &zipped, |z| {
+        let size = u32::from_le_bytes(z[z.len() - 4..].try_into().unwrap()) as usize;
+        let mut out = vec![0u8; size];
+        libdeflater::Decompressor::new()
+            .gzip_decompress(z, &mut out)
+            .unwrap_or(0)
+    });
+    assert_eq!(bytes, input);
+    println!(
+        "| inflate gzip 6 (libdeflate, whole buffer) | | {:.0} |",
+        per_page(time, pages.len())
+    );
+    for level in 1..=6 {
+        let (bytes, time) = best(rounds, &pages, |p| {
+            let mut c =
+                libdeflater::Compressor::new(libdeflater::CompressionLvl::new(level).unwrap());
+            let mut out = vec![0u8; c.gzip_compress_bound(p.len())];
+            c.gzip_compress(p, &mut out).unwrap_or(0)
+        });
+        println!(
+            "| libdeflate gzip {level} | {:.1}% | {:.0} |",
+            100.0 * bytes as f64 / input as f64,
+            per_page(time, pages.len())
+        );
+    }
     Ok(())
 }
 

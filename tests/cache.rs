@@ -53,6 +53,28 @@ async fn encodings_are_kept_apart() {
     assert_eq!(origin.count("/page"), 2);
 }
 
+/// A hit sends the body kept as first sent, in the client's coding: nothing is compressed again.
+/// The proxy runs on this test's runtime thread, so the thread's count of compressed bodies
+/// sees every compression the requests caused.
+#[tokio::test]
+async fn a_gzip_hit_compresses_nothing() {
+    let origin = Origin::new().route("/page", html("max-age=60")).run().await;
+    let pith = Pith::start("").await;
+    let client = pith.client();
+    let before = pith::body::compressions_on_this_thread();
+    let first = get(&client, &origin.url("/page"), &[("accept-encoding", "gzip")]).await;
+    assert_eq!((first.x_cache(), first.header("content-encoding")), (Some("MISS"), Some("gzip")));
+    let after_miss = pith::body::compressions_on_this_thread();
+    assert_eq!(after_miss, before + 1, "the miss compresses the rewritten page once");
+    for _ in 0..3 {
+        let hit = get(&client, &origin.url("/page"), &[("accept-encoding", "gzip")]).await;
+        assert_eq!((hit.x_cache(), hit.header("content-encoding")), (Some("HIT"), Some("gzip")));
+        assert_eq!(hit.body, first.body, "the kept gzip body, byte for byte");
+    }
+    assert_eq!(pith::body::compressions_on_this_thread(), after_miss, "a hit compresses nothing");
+    assert_eq!(origin.count("/page"), 1);
+}
+
 /// no-store, private, Set-Cookie, a Cookie without `public`, and error statuses a cache does
 /// not understand (RFC 9111 §3; a 404 with freshness is kept, see `cache_all.rs`): each is
 /// fetched twice and reaches the origin twice.

@@ -4,6 +4,8 @@
 //! decoded byte against the cap. Each stage drives its codec's low-level streaming API with a
 //! fixed 16 KiB output buffer and hands each piece on at once, so no single step can expand far:
 //! a gzip or brotli bomb stops at the first piece past the cap, whatever the ratio of the input.
+//! A gzip stage that is the last one inflates into the sink's buffer directly instead, never
+//! given room for more than one byte past the cap.
 //! Memory is the cap plus, per stage, one buffer and the codec's window: 32 KiB for deflate, at
 //! most 16 MiB for brotli and 8 MiB for zstd (larger windows are refused).
 //!
@@ -101,7 +103,12 @@ impl Decoder {
     /// As [`Decoder::decode`], but appends the decoded bytes to `out`: a caller gathering a
     /// whole body spares a copy of every byte (and, for an identity body, copies it once).
     /// After an error `out` may hold part of the chunk's output.
-    pub fn decode_into(&mut self, input: &[u8], end: bool, out: &mut Vec<u8>) -> Result<(), DecodeError> {
+    pub fn decode_into(
+        &mut self,
+        input: &[u8],
+        end: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<(), DecodeError> {
         match &self.state {
             State::Failed(err) => return Err(replay(err)),
             State::Ended if input.is_empty() => return Ok(()),
@@ -152,6 +159,16 @@ pub fn decode_all(codings: &[Coding], input: &[u8], limit: u64) -> Result<Vec<u8
 fn push(stages: &mut [Stage], sink: &mut Sink, data: &[u8]) -> Result<(), DecodeError> {
     match stages.split_first_mut() {
         None => sink.accept(data),
+        // The last stage of a gzip body (most compressed pages) inflates straight into the
+        // caller's buffer: no piece to copy, and zlib-rs copies its window once a call rather
+        // than once a piece.
+        Some((
+            Stage {
+                codec: Codec::Gzip(stage),
+                ..
+            },
+            [],
+        )) if !data.is_empty() => stage.write_to_sink(data, sink),
         Some((stage, rest)) => stage.write(data, &mut |piece| forward(rest, sink, piece)),
     }
 }
@@ -776,8 +793,14 @@ mod tests {
             .iter()
             .enumerate()
             .try_for_each(|(i, part)| decoder.decode(part, i == 2).map(drop));
-        assert!(matches!(whole, Err(DecodeError::Corrupt { .. })), "{whole:?}");
-        assert!(matches!(chunked, Err(DecodeError::Corrupt { .. })), "{chunked:?}");
+        assert!(
+            matches!(whole, Err(DecodeError::Corrupt { .. })),
+            "{whole:?}"
+        );
+        assert!(
+            matches!(chunked, Err(DecodeError::Corrupt { .. })),
+            "{chunked:?}"
+        );
     }
 
     #[test]

@@ -17,7 +17,7 @@ mod decode;
 mod encode;
 
 pub use decode::{decode_all, Decoder};
-pub use encode::{encode_all, Encoder};
+pub use encode::{compressions_on_this_thread, encode_all, Encoder};
 
 /// A content-coding (RFC 9110 §8.4.1).
 ///

@@ -6,7 +6,7 @@
 
 use flate2::{Crc, Decompress, FlushDecompress, Status};
 
-use super::{corrupt, invalid, trailing, Emit, OUT_CHUNK};
+use super::{corrupt, invalid, trailing, Emit, Sink, OUT_CHUNK};
 use crate::body::{Coding, DecodeError};
 
 /// How far an inflate run got.
@@ -83,7 +83,8 @@ impl Default for GzipStage {
             crc: Crc::new(),
             trailer: [0; 8],
             trailer_len: 0,
-            out: vec![0; OUT_CHUNK],
+            // Made on first use: a last stage inflates into the sink instead.
+            out: Vec::new(),
         }
     }
 }
@@ -99,6 +100,85 @@ impl GzipStage {
             input = &input[used..];
         }
         Ok(())
+    }
+
+    /// As [`GzipStage::write`], for the last stage of a chain: inflates into the sink's buffer
+    /// itself rather than through a piece of its own.
+    pub(super) fn write_to_sink(
+        &mut self,
+        mut input: &[u8],
+        sink: &mut Sink,
+    ) -> Result<(), DecodeError> {
+        while !input.is_empty() {
+            let used = match self.phase {
+                GzipPhase::Header => self.read_header(input)?,
+                GzipPhase::Body => self.read_body_to_sink(input, sink)?,
+                GzipPhase::Trailer => self.read_trailer(input)?,
+            };
+            input = &input[used..];
+        }
+        Ok(())
+    }
+
+    /// Inflates into the spare room of the sink's buffer, grown as needed but never past one
+    /// byte over the cap, so output past the cap is seen without being kept: what was decoded
+    /// over the cap is cut off again and the cap reported, as [`Sink::accept`] refuses a piece.
+    /// When the buffer already has more room than the cap allows (a caller's buffer sized
+    /// larger), the pieces of [`GzipStage::read_body`] are used.
+    fn read_body_to_sink(&mut self, input: &[u8], sink: &mut Sink) -> Result<usize, DecodeError> {
+        let mut pos = 0;
+        loop {
+            let room = sink.limit - sink.total;
+            let allowed = usize::try_from(room)
+                .unwrap_or(usize::MAX)
+                .saturating_add(1);
+            let out = &mut sink.out;
+            if out.capacity() - out.len() < OUT_CHUNK.min(allowed) {
+                // Doubling, as `Vec` grows, but within the cap.
+                out.reserve_exact(out.len().max(2 * OUT_CHUNK).min(allowed));
+            }
+            if out.capacity() - out.len() > allowed {
+                return self
+                    .read_body_pieces(&input[pos..], sink)
+                    .map(|used| pos + used);
+            }
+            let before = out.len();
+            let (in_before, out_before) = (self.inflater.total_in(), self.inflater.total_out());
+            let result = self
+                .inflater
+                .decompress_vec(&input[pos..], out, FlushDecompress::None);
+            let used = (self.inflater.total_in() - in_before) as usize;
+            let made = (self.inflater.total_out() - out_before) as usize;
+            pos += used;
+            // What was decoded before an error is counted first, as in `inflate`.
+            if made as u64 > room {
+                out.truncate(before);
+                return Err(DecodeError::LimitExceeded { limit: sink.limit });
+            }
+            sink.total += made as u64;
+            self.crc.update(&out[before..]);
+            let status = result.map_err(|err| corrupt(Coding::Gzip, err.into()))?;
+            if status == Status::StreamEnd {
+                self.phase = GzipPhase::Trailer;
+                self.trailer_len = 0;
+                return Ok(pos);
+            }
+            if used == 0 && made == 0 {
+                // With room in the buffer, no progress means the input is exhausted.
+                return match pos == input.len() {
+                    true => Ok(pos),
+                    false => Err(corrupt(
+                        Coding::Gzip,
+                        invalid("the deflate decoder stalled"),
+                    )),
+                };
+            }
+        }
+    }
+
+    /// [`GzipStage::read_body`] into the sink.
+    fn read_body_pieces(&mut self, input: &[u8], sink: &mut Sink) -> Result<usize, DecodeError> {
+        self.read_body(input, &mut |piece| sink.accept(piece))
     }
 
     /// Complete when between members: nothing of a next one has arrived. That is also the
@@ -124,6 +204,9 @@ impl GzipStage {
     }
 
     fn read_body(&mut self, input: &[u8], emit: Emit<'_>) -> Result<usize, DecodeError> {
+        if self.out.is_empty() {
+            self.out = vec![0; OUT_CHUNK];
+        }
         let GzipStage {
             inflater, crc, out, ..
         } = self;
