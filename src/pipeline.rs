@@ -457,7 +457,7 @@ fn parsed(profile: &Profile, utf8: &str, output: Output, page_url: Option<&str>)
             return Ok(Transformed { body, form: ServedForm::TooDeep { asked: output }, stats, removal: None, reading: None });
         }
         (false, Some(reader), stage2) => {
-            let (body, removal, reading) = reading_page(tree, source, reader, stage2.as_deref(), output, page_url);
+            let (body, removal, reading) = reading_page(tree, source, reader, stage2.as_deref(), output, (page_url, profile.bar));
             (body, removal, Some(reading))
         }
         (false, None, Some(stage2)) => {
@@ -478,7 +478,7 @@ fn reading_page(
     reader: &Reader,
     stage2: Option<&Stage2>,
     output: Output,
-    page_url: Option<&str>,
+    (page_url, bar): (Option<&str>, bool),
 ) -> (String, Option<Removal>, Reading) {
     let (mut meta, host) = prepare(&mut tree, page_url);
     if meta.title.is_none() {
@@ -527,10 +527,18 @@ fn reading_page(
         // Other statements of the page's language, else the language of the content kept.
         meta.lang = tree.body().and_then(|body| lang::of(&tree, body)).or_else(|| stage2?.options.fallback_lang.clone());
     }
+    if meta.dir.as_deref().is_none_or(|d| d.trim().is_empty()) && meta.lang.as_deref().is_some_and(lang::is_rtl) {
+        // Browsers do not infer the direction from `lang`: a Hebrew page stating none reads
+        // right to left only with `dir`.
+        meta.dir = Some("rtl".into());
+    }
     let body = match output {
         Output::Text => crate::render::reader::render_text(&mut tree, &meta),
         Output::Content => crate::render::reader::render_content(&tree),
         Output::Html => {
+            // One link to the original: the bar's ("original") when the profile has the bar,
+            // else the header's.
+            let original = original.filter(|_| !bar);
             let page = crate::render::reader::Page { meta: &meta, base: base.as_deref(), original, images: stage2.map(|s| s.images).unwrap_or_default() };
             crate::render::reader::render(&mut tree, &page)
         }
@@ -676,9 +684,13 @@ fn declutter_page(mut tree: Tree, stage2: &Stage2, output: Output, page_url: Opt
             // Only a page whose `<html>` names no language is looked at further.
             let stated = tree.document_element().and_then(|h| tree.attr(h, "lang")).is_some_and(|l| !l.trim().is_empty());
             let lang = if stated { None } else { tree.body().and_then(|body| lang::of(&tree, body)).or_else(|| stage2.options.fallback_lang.clone()) };
+            // A right-to-left page (by its stated or found language) that states no direction.
+            let page_lang = lang.clone().or_else(|| lang::declared(&tree));
+            let dir = (!lang::states_dir(&tree) && page_lang.as_deref().is_some_and(lang::is_rtl)).then_some("rtl");
             let dress = crate::render::html::Dress {
                 head: crate::render::html::PHONE_HEAD,
                 lang: lang.as_deref(),
+                dir,
                 body: heading.as_deref().unwrap_or_default(),
                 title: doc_title.as_deref(),
                 images: Some(&stage2.images),
@@ -1049,4 +1061,28 @@ mod tests {
         assert!(String::from_utf8_lossy(&page.body).contains("Home"));
         assert!(page.removal.is_none());
     }
+
+    #[test]
+    fn a_right_to_left_page_stating_no_direction_is_served_right_to_left() {
+        let hebrew = "זהו משפט ארוך בעברית שמספר על הנמל שנסגר לשבוע שלם בגלל הסערה הגדולה שפקדה את האזור כולו. ";
+        let found = format!("<html><head><title>הנמל נסגר</title></head><body><article><h1>הנמל נסגר לשבוע</h1><p>{}</p><p>{}</p></article></body></html>", hebrew.repeat(3), hebrew.repeat(3));
+        let stated = found.replacen("<html>", "<html lang=he>", 1);
+        let ltr = found.replacen("<html>", "<html lang=he dir=ltr>", 1);
+        for profile in [declutter(Output::Html), reader(Output::Html, Algorithm::Pith)] {
+            for doc in [&found, &stated] {
+                let page = process(&profile, doc.as_bytes(), None, Output::Html, None).expect("page");
+                let html = String::from_utf8(page.body).expect("utf-8");
+                let start = &html[..html.find('>').expect("a tag") + 1];
+                assert!(html.contains(" dir=\"rtl\"") && html.contains("lang=\"he\""), "{}: {start}", profile.name);
+            }
+            // A page that states its direction keeps it.
+            let page = process(&profile, ltr.as_bytes(), None, Output::Html, None).expect("page");
+            let html = String::from_utf8(page.body).expect("utf-8");
+            assert!(!html.contains("dir=\"rtl\""), "{}", profile.name);
+        }
+        // A left-to-right page gets no direction.
+        let page = process(&declutter(Output::Html), PAGE.as_bytes(), None, Output::Html, None).expect("page");
+        assert!(!String::from_utf8(page.body).expect("utf-8").contains(" dir="));
+    }
+
 }

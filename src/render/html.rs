@@ -41,6 +41,9 @@ pub struct Dress<'a> {
     pub head: &'a str,
     /// The language given to an `<html>` without a `lang` (or with an empty one).
     pub lang: Option<&'a str>,
+    /// The direction given to an `<html>` without a `dir` (a right-to-left page that states
+    /// none: [`crate::extract::lang::is_rtl`]).
+    pub dir: Option<&'a str>,
     /// Markup written right after the `<body>` start tag (a title heading the page lacks).
     pub body: &'a str,
     /// A `<title>` for a page without one, written after `head`.
@@ -53,7 +56,7 @@ pub struct Dress<'a> {
 /// measure and line height in system fonts; media, frames and tables never wider than the
 /// screen (an image keeps its `width`/`height` for its shape, `height:auto` scales it; a wide
 /// table or displayed equation scrolls inside itself); long words break; dark colours when the
-/// device asks.
+/// device asks; pith's bar's targets ([`super::bar_style`]).
 pub const PHONE_HEAD: &str = concat!(
     "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">",
     "<style>",
@@ -65,6 +68,7 @@ pub const PHONE_HEAD: &str = concat!(
     "table{display:block;overflow-x:auto;border-collapse:collapse}",
     "pre{overflow-x:auto;white-space:pre-wrap}math[display=block]{overflow-x:auto}",
     "@media (prefers-color-scheme:dark){body{background:#17171a;color:#e8e8ea}a{color:#8ab4f8}a:visited{color:#c58af9}}",
+    super::bar_style!(),
     "</style>"
 );
 
@@ -262,13 +266,19 @@ fn dressed(tree: &Tree, node: NodeId, e: &Element, name: &str, dress: &Dress<'_>
         }
         local_name!("html") => {
             let unnamed = tree.attr(node, "lang").is_none_or(|l| l.trim().is_empty());
-            match dress.lang.filter(|_| unnamed) {
-                Some(lang) => {
-                    write_start_tag_with(tree, node, e, &[("lang", lang)], out);
-                    true
-                }
-                None => false,
+            let undirected = tree.attr(node, "dir").is_none_or(|d| d.trim().is_empty());
+            let mut set = Vec::with_capacity(2);
+            if let Some(lang) = dress.lang.filter(|_| unnamed) {
+                set.push(("lang", lang));
             }
+            if let Some(dir) = dress.dir.filter(|_| undirected) {
+                set.push(("dir", dir));
+            }
+            if set.is_empty() {
+                return false;
+            }
+            write_start_tag_with(tree, node, e, &set, out);
+            true
         }
         local_name!("img") if dress.images.is_some_and(|i| i.policy != Policy::Keep) => {
             if let Some(settings) = dress.images {
@@ -567,7 +577,7 @@ mod tests {
     #[test]
     fn a_dressed_page_gets_its_head_markup_and_lang_and_loses_its_viewport() {
         let tree = Tree::parse("<html><head><meta name=Viewport content=\"user-scalable=no\"><title>t</title></head><body><p>x</p></body></html>");
-        let dress = Dress { head: "<meta name=\"viewport\" content=\"width=device-width\">", lang: Some("de"), body: "<h1>T</h1>", title: None, images: None };
+        let dress = Dress { head: "<meta name=\"viewport\" content=\"width=device-width\">", lang: Some("de"), dir: None, body: "<h1>T</h1>", title: None, images: None };
         assert_eq!(
             render_dressed(&tree, &dress),
             "<html lang=\"de\"><head><meta name=\"viewport\" content=\"width=device-width\"><title>t</title></head><body><h1>T</h1><p>x</p></body></html>"
@@ -577,6 +587,10 @@ mod tests {
         assert!(render_dressed(&tree, &dress).starts_with("<html lang=\"fr\">"));
         let tree = Tree::parse("<html lang=\" \" data-x=1><body>x</body></html>");
         assert!(render_dressed(&tree, &dress).starts_with("<html data-x=\"1\" lang=\"de\">"));
+        // A direction where the page states none; the page's own stays.
+        let rtl = Dress { lang: Some("he"), dir: Some("rtl"), ..Dress::default() };
+        assert!(render_dressed(&Tree::parse("<html><body>x</body></html>"), &rtl).starts_with("<html lang=\"he\" dir=\"rtl\">"));
+        assert!(render_dressed(&Tree::parse("<html lang=he dir=ltr><body>x</body></html>"), &rtl).starts_with("<html lang=\"he\" dir=\"ltr\">"));
     }
 
     use super::*;
