@@ -661,7 +661,8 @@ pub fn learn(profile: &Profile, doc: &[u8], content_type: Option<&str>, page_url
 /// Stage 2 over a stage-1 page: parse, remove, render (with the "Removed links" section when
 /// the retainer is on).
 fn declutter_page(mut tree: Tree, stage2: &Stage2, output: Output, page_url: Option<&str>) -> (String, Removal) {
-    let Outcome { removal, retained, titled } = run_removers(&mut tree, stage2, page_url);
+    let Outcome { removal, retained, title: title_heading } = run_removers(&mut tree, stage2, page_url);
+    let titled = title_heading.is_some();
     // A page without a title heading gets one from its metadata: the first thing a person on
     // a phone, or a screen reader, meets is then what the page is. A page without a `<title>`
     // gets one from the same metadata, else its first `<h1>`, else its address: a browser tab,
@@ -691,6 +692,7 @@ fn declutter_page(mut tree: Tree, stage2: &Stage2, output: Output, page_url: Opt
                 head: crate::render::html::PHONE_HEAD,
                 lang: lang.as_deref(),
                 dir,
+                h1: title_heading.filter(|&h| !tree.is_removed(h)),
                 body: heading.as_deref().unwrap_or_default(),
                 title: doc_title.as_deref(),
                 images: Some(&stage2.images),

@@ -16,6 +16,8 @@
 //! | [`landmarks`] | regions the page declares not content: site header and footer, sidebars, dialogs |
 //! | [`boilerplate`] | lines that say what they are, in many languages: "Advertisement", "Comments", newsletter and cookie prompts, "You may also like" and its list |
 //! | [`linklist`] | blocks whose links outnumber their non-link text (navigation, link farms, teaser grids) |
+//! | [`leftovers`] | dialogs, modals, tooltips, fixed overlays, and short blocks holding a consent, session or newsletter phrase (`filters/leftovers.txt`) |
+//! | [`headline`] | the site's menus, search and account strips left before the title heading |
 //! | [`empty`] | tables and layout blocks left without substance by the others |
 //! | [`retainer`] | the links the removers took out, listed at the end of the page |
 //!
@@ -48,6 +50,10 @@ pub mod boilerplate;
 pub mod declutter;
 #[path = "removers/empty.rs"]
 pub mod empty;
+#[path = "removers/headline.rs"]
+pub mod headline;
+#[path = "removers/leftovers.rs"]
+pub mod leftovers;
 #[path = "removers/landmarks.rs"]
 pub mod landmarks;
 #[path = "removers/linklist.rs"]
