@@ -461,7 +461,7 @@ fn parsed(profile: &Profile, utf8: &str, output: Output, page_url: Option<&str>)
             (body, removal, Some(reading))
         }
         (false, None, Some(stage2)) => {
-            let (body, removal) = declutter_page(tree, stage2, output, page_url);
+            let (body, removal) = declutter_page(tree, stage2, output, page_url, Some(&source));
             (body, Some(removal), None)
         }
         (false, None, None) => (crate::render::text::render(&tree), None, None),
@@ -506,7 +506,7 @@ fn reading_page(
         strip_scripts(&mut fresh);
         let (body, removal) = match stage2 {
             Some(stage2) => {
-                let (body, removal) = declutter_page(fresh, stage2, output, page_url);
+                let (body, removal) = declutter_page(fresh, stage2, output, page_url, None);
                 (body, Some(removal))
             }
             None if output.is_text() => (crate::render::text::render(&fresh), None),
@@ -660,15 +660,29 @@ pub fn learn(profile: &Profile, doc: &[u8], content_type: Option<&str>, page_url
 
 /// Stage 2 over a stage-1 page: parse, remove, render (with the "Removed links" section when
 /// the retainer is on).
-fn declutter_page(mut tree: Tree, stage2: &Stage2, output: Output, page_url: Option<&str>) -> (String, Removal) {
-    let Outcome { removal, retained, title: title_heading } = run_removers(&mut tree, stage2, page_url);
+fn declutter_page(mut tree: Tree, stage2: &Stage2, output: Output, page_url: Option<&str>, source: Option<&Source<'_>>) -> (String, Removal) {
+    let Outcome { mut removal, mut retained, title: mut title_heading } = run_removers(&mut tree, stage2, page_url);
+    // What the page states of itself, kept when its hidden copy is shown instead.
+    let mut stated: Option<(Option<String>, Option<String>)> = None;
+    if let Some(copy) = source.and_then(|s| script_copy(&tree, s)) {
+        let title = meta::extract(&tree, page_url).title.or_else(|| title_heading.map(|h| meta::text_of(&tree, h)));
+        let lang = tree.body().and_then(|body| lang::of(&tree, body));
+        let mut copy_tree = copy.tree;
+        let outcome = if copy.article { Outcome::default() } else { run_removers(&mut copy_tree, stage2, page_url) };
+        (tree, removal, retained, title_heading) = (copy_tree, outcome.removal, outcome.retained, None);
+        stated = Some((title, lang));
+    }
     let titled = title_heading.is_some();
     // A page without a title heading gets one from its metadata: the first thing a person on
     // a phone, or a screen reader, meets is then what the page is. A page without a `<title>`
     // gets one from the same metadata, else its first `<h1>`, else its address: a browser tab,
     // a bookmark and a screen reader's first words name the page.
     let untitled = output == Output::Html && !has_title(&tree);
-    let title = if (titled && !untitled) || output == Output::Content { None } else { meta::extract(&tree, page_url).title };
+    let title = match &stated {
+        Some((title, _)) => title.clone().filter(|_| output != Output::Content),
+        None if (titled && !untitled) || output == Output::Content => None,
+        None => meta::extract(&tree, page_url).title,
+    };
     let doc_title = if untitled {
         title.clone().or_else(|| first_heading(&tree)).or_else(|| page_url.and_then(crate::render::access::destination))
     } else {
@@ -683,8 +697,14 @@ fn declutter_page(mut tree: Tree, stage2: &Stage2, output: Output, page_url: Opt
                 h
             });
             // Only a page whose `<html>` names no language is looked at further.
-            let stated = tree.document_element().and_then(|h| tree.attr(h, "lang")).is_some_and(|l| !l.trim().is_empty());
-            let lang = if stated { None } else { tree.body().and_then(|body| lang::of(&tree, body)).or_else(|| stage2.options.fallback_lang.clone()) };
+            let stated_lang = tree.document_element().and_then(|h| tree.attr(h, "lang")).is_some_and(|l| !l.trim().is_empty());
+            let lang = if stated_lang {
+                None
+            } else if let Some((_, lang)) = &stated {
+                lang.clone().or_else(|| stage2.options.fallback_lang.clone())
+            } else {
+                tree.body().and_then(|body| lang::of(&tree, body)).or_else(|| stage2.options.fallback_lang.clone())
+            };
             // A right-to-left page (by its stated or found language) that states no direction.
             let page_lang = lang.clone().or_else(|| lang::declared(&tree));
             let dir = (!lang::states_dir(&tree) && page_lang.as_deref().is_some_and(lang::is_rtl)).then_some("rtl");
@@ -710,6 +730,40 @@ fn declutter_page(mut tree: Tree, stage2: &Stage2, output: Output, page_url: Opt
         }
     };
     (body, removal)
+}
+
+/// A hidden copy of a page built by script ([`hidden`]: JSON-LD `articleBody`, a `<noscript>`
+/// copy), parsed through the profile's stage 1 without scripts.
+struct ScriptCopy {
+    tree: Tree,
+    /// Whether it is the article itself (JSON-LD), shown whole.
+    article: bool,
+}
+
+/// The hidden copy a declutter page shows instead of what the removers left of the visible
+/// markup, when that holds far less text ([`hidden::is_far_more`]): a blog whose article is
+/// rendered from data in the page is otherwise a tagline and a "Share" link. Only a short
+/// visible result is compared ([`hidden::MAX_VISIBLE`]), and the copies are measured by one
+/// search over the bytes first.
+fn script_copy(visible: &Tree, source: &Source<'_>) -> Option<ScriptCopy> {
+    let kept = visible.body().map_or(0, |b| non_link_chars(&kept_stats_of(visible, b)));
+    let needed = hidden::bytes_needed(kept, MIN_CONTENT_CHARS)?;
+    if hidden::largest_bytes(source.page) < needed {
+        return None;
+    }
+    for copy in hidden::find(source.page, needed).into_iter().take(MAX_HIDDEN_TRIES) {
+        let Ok((html, _)) = source.rules.rewrite(&copy.html) else { continue };
+        let (mut tree, _) = source.rules.parse(&html);
+        if tree.is_truncated() {
+            continue;
+        }
+        strip_scripts(&mut tree);
+        let got = tree.body().map_or(0, |b| non_link_chars(&kept_stats_of(&tree, b)));
+        if hidden::is_far_more(got, kept, MIN_CONTENT_CHARS) {
+            return Some(ScriptCopy { tree, article: copy.source.is_article() });
+        }
+    }
+    None
 }
 
 /// The text of the page's first `<h1>` left in, if it has words.
@@ -1085,6 +1139,28 @@ mod tests {
         // A left-to-right page gets no direction.
         let page = process(&declutter(Output::Html), PAGE.as_bytes(), None, Output::Html, None).expect("page");
         assert!(!String::from_utf8(page.body).expect("utf-8").contains(" dir="));
+    }
+
+
+    #[test]
+    fn a_page_built_by_script_is_decluttered_from_its_hidden_copy() {
+        let article = PROSE.repeat(6);
+        let doc = format!(
+            concat!(
+                r#"<html lang="en"><head><title>Harbour closed | Boats</title><script type="application/ld+json">"#,
+                r#"{{"@type":"BlogPosting","headline":"Harbour closed","articleBody":"{}"}}</script></head>"#,
+                r#"<body><p>A blog about boats</p><div id="app"></div><a href="https://t.example/share">Share on Twitter</a></body></html>"#
+            ),
+            article.trim()
+        );
+        let page = process(&declutter(Output::Html), doc.as_bytes(), None, Output::Html, None).expect("page");
+        let html = String::from_utf8(page.body).expect("utf-8");
+        assert!(html.contains(PROSE.trim()), "the article shows:\n{html}");
+        assert!(html.contains("<h1>Harbour closed | Boats</h1>") && html.starts_with("<html lang=\"en\">"), "titled from the page:\n{html}");
+        assert!(!html.contains("Share on Twitter"), "{html}");
+        // A page whose markup holds its text is decluttered as it is.
+        let page = process(&declutter(Output::Html), PAGE.as_bytes(), None, Output::Html, None).expect("page");
+        assert!(String::from_utf8(page.body).expect("utf-8").contains("A paragraph of real article text"));
     }
 
 }

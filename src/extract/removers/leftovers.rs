@@ -179,8 +179,7 @@ fn by_structure(tree: &Tree, id: NodeId) -> bool {
 /// The visible text of `id`'s kept subtree, its text nodes joined by spaces.
 fn kept_text(tree: &Tree, id: NodeId) -> String {
     let mut out = String::new();
-    let mut walk = tree.walk(id);
-    while let Some(d) = walk.next() {
+    for d in tree.walk(id) {
         if let Some(text) = tree.text(d).filter(|_| tree.is_shown(d)) {
             out.push_str(text);
             out.push(' ');
