@@ -17,8 +17,8 @@
 //! which recipes use.
 //!
 //! Never removed: the page's main content or anything holding it, the title heading, what a
-//! site rule keeps, and a block of the main content that holds prose (an article about cookie
-//! law quotes its banners). One walk over the body, skipping each removed subtree; phrases are
+//! site rule keeps, and a block of the main content that holds prose unless the phrase is in
+//! its opening words ([`OPENING_CHARS`]; an article about cookie law quotes its banners). One walk over the body, skipping each removed subtree; phrases are
 //! compared once per short block.
 
 use std::sync::LazyLock;
@@ -28,6 +28,11 @@ use crate::dom::{NodeId, Tree};
 
 /// The longest text (visible characters) a notice or prompt has; a longer block is content.
 pub const SHORT_CHARS: u32 = 600;
+
+/// How far into a paragraph of the main content's prose (folded characters) a phrase must
+/// begin for the paragraph to be a notice: "In order to give you the best experience, we use
+/// cookies …" is one; an article quoting a banner further on is not.
+const OPENING_CHARS: usize = 80;
 
 /// The phrases of `filters/leftovers.txt`, folded.
 #[derive(Debug, Default)]
@@ -152,11 +157,12 @@ fn find(tree: &Tree, body: NodeId, protect: &Protect<'_>, keep: &Keep, phrases: 
         checked = Some(id);
         // The outermost short block: judged by its words, then its parts are not looked at
         // (but for the structure: a dialog inside it still goes).
-        if in_main(id) && protect.prose.get(id.index()).copied().unwrap_or(0) > 0 {
-            continue;
-        }
-        let text = kept_text(tree, id);
-        if !text.trim().is_empty() && phrases.found_in(&fold(&text)).is_some() {
+        let prose = in_main(id) && protect.prose.get(id.index()).copied().unwrap_or(0) > 0;
+        let folded = fold(&kept_text(tree, id));
+        // Prose of the main content goes only when it opens on the phrase (a notice's first
+        // words), not when it quotes one further on.
+        let found_in = if prose { folded.char_indices().nth(OPENING_CHARS).map_or(folded.as_str(), |(i, _)| &folded[..i]) } else { &folded };
+        if !found_in.is_empty() && phrases.found_in(found_in).is_some() {
             found.push(id);
             walk.skip_children();
         }
@@ -243,6 +249,9 @@ mod tests {
     fn the_main_content_its_prose_and_the_title_stay() {
         // An article quoting a banner keeps its paragraph; a dialog wrapping the whole page stays.
         let quoted = format!("{PROSE} The banner said: we use cookies to improve your experience.");
+        let notice = format!("In order to give you the best experience, we use cookies and similar technologies. {PROSE}");
+        let html = format!("<body><article><h1>Title</h1><p>{PROSE}</p><p>{PROSE}</p></article><div><h2>Privacy</h2><p>{notice}</p><p>{PROSE}</p></div></body>");
+        assert_eq!(run(&html), format!("Title\n{PROSE}\n{PROSE}\nPrivacy\n{PROSE}\n"), "a notice in prose goes by its opening words");
         let html = format!("<body><article><h1>Title</h1><p>{quoted}</p><p>{PROSE}</p></article></body>");
         assert_eq!(run(&html), format!("Title\n{quoted}\n{PROSE}\n"));
         let html = format!("<body><div role=dialog><article><h1>Title</h1><p>{PROSE}</p><p>{PROSE}</p></article></div></body>");
