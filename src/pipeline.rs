@@ -30,6 +30,7 @@ use crate::dom::{Filtered, Tree};
 use crate::extract::algorithm::Algorithm;
 use crate::extract::declutter::{self, Outcome};
 use crate::extract::hidden::{self, HiddenSource};
+use crate::extract::kind::{self, Kind};
 use crate::extract::lang;
 use crate::extract::meta::{self, Meta};
 use crate::extract::pith::Choice;
@@ -221,6 +222,9 @@ pub struct Reading {
     pub choice: Option<Choice>,
     /// The page's metadata.
     pub meta: Meta,
+    /// What kind of page it is ([`crate::extract::kind::classify`]), decided on the page as
+    /// parsed, before extraction.
+    pub kind: Kind,
 }
 
 impl Reading {
@@ -228,7 +232,8 @@ impl Reading {
     /// `article`, `moved`, `unstripped`, `whole-page` (pith's [`Choice`]; `extracted` for the
     /// other extractors), or `fallback:REASON` when the declutter page was served; then
     /// `; source=WHERE` when the content came from a copy only scripts would show (e.g.
-    /// `source=noscript`).
+    /// `source=noscript`); then `; kind=KIND; kind-confidence=C`, the kind of page
+    /// ([`PageKind::name`](crate::extract::kind::PageKind::name)) and how sure, 0.00 to 1.00.
     pub fn summary(&self) -> String {
         let mut summary = match (&self.fallback, self.choice) {
             (Some(f), _) => format!("reader=fallback:{}", f.reason()),
@@ -238,6 +243,7 @@ impl Reading {
         if let Some(hidden) = self.hidden {
             summary.push_str(&format!("; source={hidden}"));
         }
+        summary.push_str(&format!("; kind={}; kind-confidence={:.2}", self.kind.kind, self.kind.confidence));
         summary
     }
 }
@@ -480,6 +486,8 @@ fn reading_page(
     output: Output,
     page_url: Option<&str>,
 ) -> (String, Option<Removal>, Reading) {
+    // Before `prepare` strips the scripts: the kind reads the page's JSON-LD.
+    let kind = kind::classify(&tree, page_url);
     let (mut meta, host) = prepare(&mut tree, page_url);
     if meta.title.is_none() {
         // A page with no title in its metadata is titled by its own headline, which the
@@ -516,7 +524,7 @@ fn reading_page(
             Output::Html => crate::render::reader::insert_note(body, FALLBACK_NOTE),
             Output::Text | Output::Content => body,
         };
-        return (body, removal, Reading { algorithm, fallback: Some(verdict), choice, hidden, meta });
+        return (body, removal, Reading { algorithm, fallback: Some(verdict), choice, hidden, meta, kind });
     }
     if let Some(body) = tree.body() {
         // What the extractor kept around the article's text inside its container: an
@@ -535,7 +543,7 @@ fn reading_page(
             crate::render::reader::render(&mut tree, &page)
         }
     };
-    (body, removal, Reading { algorithm, fallback: None, choice, hidden, meta })
+    (body, removal, Reading { algorithm, fallback: None, choice, hidden, meta, kind })
 }
 
 /// One page's extractor and what it runs with, so that a hidden copy of the page is extracted
@@ -916,7 +924,7 @@ mod tests {
     fn a_post_only_in_noscript_is_read_from_there() {
         let doc = shell(&format!("<noscript>{}</noscript><noscript><img src=/pixel.gif></noscript>", post()));
         let page = process(&reader(Output::Content, Algorithm::Pith), doc.as_bytes(), None, Output::Content, None).expect("page");
-        assert_eq!(page.reading_summary().as_deref(), Some("reader=article; source=noscript"));
+        assert_eq!(page.reading_summary().as_deref().and_then(|s| s.split("; kind=").next()), Some("reader=article; source=noscript"));
         let reading = page.reading.as_ref().expect("reading mode ran");
         assert_eq!((reading.hidden, reading.fallback), (Some(HiddenSource::Noscript), None));
         let text = String::from_utf8(page.body).expect("utf-8");
@@ -947,14 +955,14 @@ mod tests {
         let doc = format!("<body>{visible}<noscript>{visible}{visible}</noscript></body>");
         let page = process(&reader(Output::Content, Algorithm::Pith), doc.as_bytes(), None, Output::Content, None).expect("page");
         assert_eq!(page.reading.as_ref().and_then(|r| r.hidden), None, "twice as much is not far more");
-        assert_eq!(page.reading_summary().as_deref(), Some("reader=article"));
+        assert_eq!(page.reading_summary().as_deref().and_then(|s| s.split("; kind=").next()), Some("reader=article"));
     }
 
     #[test]
     fn the_reading_summary_says_how_pith_chose_and_a_doubt_falls_back() {
         let doc = format!("<html><body><div id=story><p>{}</p><p>{}</p></div></body></html>", PROSE.repeat(2), PROSE.repeat(2));
         let (_, reading) = read(&reader(Output::Text, Algorithm::Pith), &doc, None);
-        assert_eq!(reading.summary(), "reader=article");
+        assert_eq!(reading.summary(), format!("reader=article; kind=article; kind-confidence={:.2}", reading.kind.confidence));
         // The article's class carries a tag read as a cookie banner; the bio after it is long
         // enough to stand alone, and far shorter than the article.
         let bio = "<p>About the author: she has written about health, food and family since 2010, and lives with two children and a dog by the sea.</p>";
@@ -963,7 +971,7 @@ mod tests {
             format!("<p>{}</p>", PROSE.repeat(2)).repeat(6)
         );
         let (text, reading) = read(&reader(Output::Text, Algorithm::Pith), &doc, None);
-        assert_eq!(reading.summary(), "reader=fallback:prose-elsewhere");
+        assert!(reading.summary().starts_with("reader=fallback:prose-elsewhere; kind="), "{}", reading.summary());
         let verdict = reading.fallback.expect("declutter page served");
         assert_eq!(verdict.to_string(), "declutter; pith found far more prose outside its choice than in it");
         assert!(text.contains(PROSE.trim()), "the declutter page keeps the article: {text}");

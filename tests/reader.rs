@@ -17,7 +17,7 @@ async fn the_reader_profile_serves_the_article_in_a_reading_page() {
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.headers()["content-type"], "text/html; charset=utf-8");
     let summary = resp.headers()["x-pith"].to_str().unwrap().to_string();
-    assert!(summary.contains("profile=reader") && summary.ends_with("; reader=article"), "x-pith: {summary}");
+    assert!(summary.contains("profile=reader") && summary.contains("; reader=article; kind=article; kind-confidence="), "x-pith: {summary}");
     assert!(resp.headers().get("x-pith-fallback").is_none());
     let html = resp.text().await.unwrap();
     assert!(html.starts_with("<!DOCTYPE html>\n<html lang=\"en-GB\" dir=\"ltr\">"), "{html}");

@@ -75,6 +75,7 @@ pub mod pith;
 #[path = "extractors/site_redundancy.rs"]
 pub mod site_redundancy;
 pub mod hidden;
+pub mod kind;
 pub mod lang;
 pub mod meta;
 pub mod presets;
