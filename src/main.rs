@@ -155,8 +155,11 @@ enum Format {
     Listener,
     /// One JSON object per page (one line each on standard output, NAME.json with
     /// `--out-dir`): `file`, `type` (the kind of page: article, documentation, service, forum,
-    /// collection, listing, product), `confidence` (0 to 1), `items`, `title`, `language`, and
-    /// `text`, the `text` form. Kind, title and language are null without reading mode.
+    /// collection, listing, product), `confidence` (0 to 1), `items`, `title`, `language`,
+    /// `unsure` (the reading page says it may have left part of the page out), `reader` (how
+    /// reading mode chose, as in `x-pith`), `page_prose` and `kept_prose` (what `unsure` is
+    /// decided from), `signals` (what the type is decided from), and `text`, the `text` form.
+    /// All but `file` and `text` are null without reading mode.
     Json,
 }
 
@@ -483,6 +486,11 @@ fn page_json(file: &Path, page: &pipeline::Page) -> Vec<u8> {
         "items": reading.map(|r| r.kind.items),
         "title": reading.and_then(|r| r.meta.title.as_deref()),
         "language": reading.and_then(|r| r.meta.lang.as_deref()),
+        "unsure": reading.map(|r| r.unsure),
+        "reader": page.reading_summary().map(|s| s.split("; kind=").next().unwrap_or_default().trim_start_matches("reader=").to_string()),
+        "page_prose": reading.map(|r| r.evidence.page_prose),
+        "kept_prose": reading.map(|r| r.evidence.kept_prose),
+        "signals": reading.map(|r| &r.signals),
         "text": String::from_utf8_lossy(&page.body),
     });
     let mut line = object.to_string().into_bytes();

@@ -30,7 +30,8 @@ use crate::dom::{Filtered, Tree};
 use crate::extract::algorithm::Algorithm;
 use crate::extract::declutter::{self, Outcome};
 use crate::extract::hidden::{self, HiddenSource};
-use crate::extract::kind::{self, Kind};
+use crate::extract::kind::{self, Kind, Signals};
+use crate::extract::unsure::{self, Evidence};
 use crate::extract::lang;
 use crate::extract::meta::{self, Meta};
 use crate::extract::pith::Choice;
@@ -89,6 +90,10 @@ pub struct Profile {
     /// The last pass for the listener serving the page ([`Adapt`]): set per request by the
     /// proxy, `None` everywhere else.
     pub adapt: Option<Arc<Adapt>>,
+    /// The address of this page de-cluttered, which a reading page that is unsure of its
+    /// content links to ([`crate::extract::unsure`]): set per request by the proxy (a signed
+    /// one-shot link, as the bar's), `None` everywhere else.
+    pub declutter_link: Option<String>,
     pass: bool,
 }
 
@@ -130,7 +135,7 @@ pub struct Stage2 {
 impl Profile {
     /// A named profile without stage 2.
     pub fn new(name: &str, rules: Arc<RuleSet>, output: Output) -> Profile {
-        Profile { name: name.to_string(), rules, output, stage2: None, reader: None, bar: true, adapt: None, pass: false }
+        Profile { name: name.to_string(), rules, output, stage2: None, reader: None, bar: true, adapt: None, declutter_link: None, pass: false }
     }
 
     /// The profile in reading mode, as `reader` says.
@@ -147,12 +152,18 @@ impl Profile {
 
     /// The built-in `pass` profile: responses are forwarded untouched.
     pub fn pass() -> Profile {
-        Profile { name: "pass".to_string(), rules: Arc::new(RuleSet::empty()), output: Output::Html, stage2: None, reader: None, bar: false, adapt: None, pass: true }
+        Profile { name: "pass".to_string(), rules: Arc::new(RuleSet::empty()), output: Output::Html, stage2: None, reader: None, bar: false, adapt: None, declutter_link: None, pass: true }
     }
 
     /// The profile with `adapt` as its last pass; an identity pass is none.
     pub fn with_adapt(mut self, adapt: Adapt) -> Profile {
         self.adapt = (!adapt.is_identity()).then(|| Arc::new(adapt));
+        self
+    }
+
+    /// The profile with `link` as the de-cluttered page an unsure reading page links to.
+    pub fn with_declutter_link(mut self, link: String) -> Profile {
+        self.declutter_link = Some(link);
         self
     }
 
@@ -225,6 +236,13 @@ pub struct Reading {
     /// What kind of page it is ([`crate::extract::kind::classify`]), decided on the page as
     /// parsed, before extraction.
     pub kind: Kind,
+    /// What the kind was decided from.
+    pub signals: Signals,
+    /// What reading mode kept of the page's prose ([`unsure`]).
+    pub evidence: Evidence,
+    /// Reading mode served a block it is unsure of ([`Evidence::is_unsure`]): the reading page
+    /// says so after its headline. Never set when the declutter page was served instead.
+    pub unsure: bool,
 }
 
 impl Reading {
@@ -463,7 +481,7 @@ fn parsed(profile: &Profile, utf8: &str, output: Output, page_url: Option<&str>)
             return Ok(Transformed { body, form: ServedForm::TooDeep { asked: output }, stats, removal: None, reading: None });
         }
         (false, Some(reader), stage2) => {
-            let (body, removal, reading) = reading_page(tree, source, reader, stage2.as_deref(), output, page_url);
+            let (body, removal, reading) = reading_page(tree, source, (reader, profile.declutter_link.as_deref()), stage2.as_deref(), output, page_url);
             (body, removal, Some(reading))
         }
         (false, None, Some(stage2)) => {
@@ -481,14 +499,15 @@ fn parsed(profile: &Profile, utf8: &str, output: Output, page_url: Option<&str>)
 fn reading_page(
     mut tree: Tree,
     source: Source<'_>,
-    reader: &Reader,
+    (reader, declutter_link): (&Reader, Option<&str>),
     stage2: Option<&Stage2>,
     output: Output,
     page_url: Option<&str>,
 ) -> (String, Option<Removal>, Reading) {
     // Before `prepare` strips the scripts: the kind reads the page's JSON-LD.
-    let kind = kind::classify(&tree, page_url);
+    let (kind, signals) = kind::classify_with_signals(&tree, page_url);
     let (mut meta, host) = prepare(&mut tree, page_url);
+    let mut evidence = Evidence { page_prose: unsure::body_prose(&tree), kept_prose: 0, kind_confidence: kind.confidence };
     if meta.title.is_none() {
         // A page with no title in its metadata is titled by its own headline, which the
         // extractors take out of the content as the title again.
@@ -524,7 +543,7 @@ fn reading_page(
             Output::Html => crate::render::reader::insert_note(body, FALLBACK_NOTE),
             Output::Text | Output::Content => body,
         };
-        return (body, removal, Reading { algorithm, fallback: Some(verdict), choice, hidden, meta, kind });
+        return (body, removal, Reading { algorithm, fallback: Some(verdict), choice, hidden, meta, kind, signals, evidence, unsure: false });
     }
     if let Some(body) = tree.body() {
         // What the extractor kept around the article's text inside its container: an
@@ -535,15 +554,19 @@ fn reading_page(
         // Other statements of the page's language, else the language of the content kept.
         meta.lang = tree.body().and_then(|body| lang::of(&tree, body)).or_else(|| stage2?.options.fallback_lang.clone());
     }
+    evidence.kept_prose = unsure::body_prose(&tree);
+    let unsure = evidence.is_unsure();
     let body = match output {
         Output::Text => crate::render::reader::render_text(&mut tree, &meta),
         Output::Content => crate::render::reader::render_content(&tree),
         Output::Html => {
             let page = crate::render::reader::Page { meta: &meta, base: base.as_deref(), original, images: stage2.map(|s| s.images).unwrap_or_default() };
-            crate::render::reader::render(&mut tree, &page)
+            let html = crate::render::reader::render(&mut tree, &page);
+            let about = crate::render::reader::About { kind, unsure, declutter: declutter_link };
+            crate::render::reader::insert_about(html, &about)
         }
     };
-    (body, removal, Reading { algorithm, fallback: None, choice, hidden, meta, kind })
+    (body, removal, Reading { algorithm, fallback: None, choice, hidden, meta, kind, signals, evidence, unsure })
 }
 
 /// One page's extractor and what it runs with, so that a hidden copy of the page is extracted

@@ -76,6 +76,7 @@ pub mod pith;
 pub mod site_redundancy;
 pub mod hidden;
 pub mod kind;
+pub mod unsure;
 pub mod lang;
 pub mod meta;
 pub mod presets;

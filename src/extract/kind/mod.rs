@@ -129,6 +129,12 @@ pub fn classify(tree: &Tree, page_url: Option<&str>) -> Kind {
     decide(&signals::gather(tree, page_url))
 }
 
+/// [`classify`], with the evidence it weighed (for `pith extract --format json` and tuning).
+pub fn classify_with_signals(tree: &Tree, page_url: Option<&str>) -> (Kind, Signals) {
+    let signals = signals::gather(tree, page_url);
+    (decide(&signals), signals)
+}
+
 /// The kind the signals make most likely ([`classify`] after [`signals::gather`]).
 pub fn decide(s: &Signals) -> Kind {
     let scores = scores(s);

@@ -24,7 +24,7 @@ pub(super) mod mark {
 
 /// The schema.org types a page declares (JSON-LD `@type`, microdata `itemtype`), counted by
 /// what they say of the page.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Declared {
     /// `Product`, `ProductGroup`, `IndividualProduct`, `Car`, `Book`…
     pub product: u32,
@@ -49,7 +49,7 @@ pub struct Declared {
 }
 
 /// Everything the classifier weighs, for one page.
-#[derive(Debug, Default, Clone, PartialEq)]
+#[derive(Debug, Default, Clone, PartialEq, serde::Serialize)]
 pub struct Signals {
     /// schema.org types the page declares.
     pub declared: Declared,
@@ -59,23 +59,28 @@ pub struct Signals {
     pub dated: bool,
     /// Groups of `filters/page-kinds.txt`'s path words in the page's address.
     pub path: u16,
-    /// Visible characters of the body, and the part outside links.
+    /// Visible characters of the body.
     pub body_chars: u32,
+    /// The part of them outside links.
     pub body_non_link: u32,
     /// Non-link characters in paragraphs of prose (at least [`PROSE_CHARS`] each).
     pub prose_chars: u32,
-    /// `<pre>` blocks, and `<code>` elements outside them.
+    /// `<pre>` blocks.
     pub pre: u32,
+    /// `<code>` elements outside them.
     pub code: u32,
     /// A navigation tree beside the content: a `nav`, `aside` or docs-named block with nested
     /// lists and many links.
     pub nav_tree: bool,
-    /// `h2`–`h4` headings, and `<section>`s holding a heading.
+    /// `h2`–`h4` headings.
     pub headings: u32,
+    /// `<section>`s holding a heading.
     pub sections: u32,
-    /// Buy buttons and stock labels; price lines; post controls and labels.
+    /// Buy buttons and stock labels.
     pub carts: u32,
+    /// Short lines showing a price.
     pub prices: u32,
+    /// A post's controls and labels ("Reply", "Joined …").
     pub post_labels: u32,
     /// Form controls (inputs, buttons, selects) in the body.
     pub controls: u32,
@@ -87,7 +92,7 @@ pub struct Signals {
 }
 
 /// A run of repeated siblings: same tag and class.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Group {
     /// Members that qualify.
     pub count: u32,
