@@ -30,6 +30,8 @@ use crate::dom::{Filtered, Tree};
 use crate::extract::algorithm::Algorithm;
 use crate::extract::declutter::{self, Outcome};
 use crate::extract::hidden::{self, HiddenSource};
+use crate::extract::kind::{self, Kind, PageKind, Signals};
+use crate::extract::unsure::{self, Evidence};
 use crate::extract::lang;
 use crate::extract::meta::{self, Meta};
 use crate::extract::pith::Choice;
@@ -88,6 +90,10 @@ pub struct Profile {
     /// The last pass for the listener serving the page ([`Adapt`]): set per request by the
     /// proxy, `None` everywhere else.
     pub adapt: Option<Arc<Adapt>>,
+    /// The address of this page de-cluttered, which a reading page that is unsure of its
+    /// content links to ([`crate::extract::unsure`]): set per request by the proxy (a signed
+    /// one-shot link, as the bar's), `None` everywhere else.
+    pub declutter_link: Option<String>,
     pass: bool,
 }
 
@@ -129,7 +135,7 @@ pub struct Stage2 {
 impl Profile {
     /// A named profile without stage 2.
     pub fn new(name: &str, rules: Arc<RuleSet>, output: Output) -> Profile {
-        Profile { name: name.to_string(), rules, output, stage2: None, reader: None, bar: true, adapt: None, pass: false }
+        Profile { name: name.to_string(), rules, output, stage2: None, reader: None, bar: true, adapt: None, declutter_link: None, pass: false }
     }
 
     /// The profile in reading mode, as `reader` says.
@@ -146,12 +152,18 @@ impl Profile {
 
     /// The built-in `pass` profile: responses are forwarded untouched.
     pub fn pass() -> Profile {
-        Profile { name: "pass".to_string(), rules: Arc::new(RuleSet::empty()), output: Output::Html, stage2: None, reader: None, bar: false, adapt: None, pass: true }
+        Profile { name: "pass".to_string(), rules: Arc::new(RuleSet::empty()), output: Output::Html, stage2: None, reader: None, bar: false, adapt: None, declutter_link: None, pass: true }
     }
 
     /// The profile with `adapt` as its last pass; an identity pass is none.
     pub fn with_adapt(mut self, adapt: Adapt) -> Profile {
         self.adapt = (!adapt.is_identity()).then(|| Arc::new(adapt));
+        self
+    }
+
+    /// The profile with `link` as the de-cluttered page an unsure reading page links to.
+    pub fn with_declutter_link(mut self, link: String) -> Profile {
+        self.declutter_link = Some(link);
         self
     }
 
@@ -221,6 +233,16 @@ pub struct Reading {
     pub choice: Option<Choice>,
     /// The page's metadata.
     pub meta: Meta,
+    /// What kind of page it is ([`crate::extract::kind::classify`]), decided on the page as
+    /// parsed, before extraction.
+    pub kind: Kind,
+    /// What the kind was decided from.
+    pub signals: Signals,
+    /// What reading mode kept of the page's prose ([`unsure`]).
+    pub evidence: Evidence,
+    /// Reading mode served a block it is unsure of ([`Evidence::is_unsure`]): the reading page
+    /// says so after its headline. Never set when the declutter page was served instead.
+    pub unsure: bool,
 }
 
 impl Reading {
@@ -228,7 +250,8 @@ impl Reading {
     /// `article`, `moved`, `unstripped`, `whole-page` (pith's [`Choice`]; `extracted` for the
     /// other extractors), or `fallback:REASON` when the declutter page was served; then
     /// `; source=WHERE` when the content came from a copy only scripts would show (e.g.
-    /// `source=noscript`).
+    /// `source=noscript`); then `; kind=KIND; kind-confidence=C`, the kind of page
+    /// ([`PageKind::name`](crate::extract::kind::PageKind::name)) and how sure, 0.00 to 1.00.
     pub fn summary(&self) -> String {
         let mut summary = match (&self.fallback, self.choice) {
             (Some(f), _) => format!("reader=fallback:{}", f.reason()),
@@ -238,6 +261,7 @@ impl Reading {
         if let Some(hidden) = self.hidden {
             summary.push_str(&format!("; source={hidden}"));
         }
+        summary.push_str(&format!("; kind={}; kind-confidence={:.2}", self.kind.kind, self.kind.confidence));
         summary
     }
 }
@@ -457,7 +481,7 @@ fn parsed(profile: &Profile, utf8: &str, output: Output, page_url: Option<&str>)
             return Ok(Transformed { body, form: ServedForm::TooDeep { asked: output }, stats, removal: None, reading: None });
         }
         (false, Some(reader), stage2) => {
-            let (body, removal, reading) = reading_page(tree, source, reader, stage2.as_deref(), output, (page_url, profile.bar));
+            let (body, removal, reading) = reading_page(tree, source, (reader, profile.declutter_link.as_deref()), stage2.as_deref(), output, (page_url, profile.bar));
             (body, removal, Some(reading))
         }
         (false, None, Some(stage2)) => {
@@ -475,12 +499,15 @@ fn parsed(profile: &Profile, utf8: &str, output: Output, page_url: Option<&str>)
 fn reading_page(
     mut tree: Tree,
     source: Source<'_>,
-    reader: &Reader,
+    (reader, declutter_link): (&Reader, Option<&str>),
     stage2: Option<&Stage2>,
     output: Output,
     (page_url, bar): (Option<&str>, bool),
 ) -> (String, Option<Removal>, Reading) {
+    // Before `prepare` strips the scripts: the kind reads the page's JSON-LD.
+    let (kind, signals) = kind::classify_with_signals(&tree, page_url);
     let (mut meta, host) = prepare(&mut tree, page_url);
+    let mut evidence = Evidence { page_prose: unsure::body_prose(&tree), kept_prose: 0, kind_confidence: kind.confidence };
     if meta.title.is_none() {
         // A page with no title in its metadata is titled by its own headline, which the
         // extractors take out of the content as the title again.
@@ -516,7 +543,7 @@ fn reading_page(
             Output::Html => crate::render::reader::insert_note(body, FALLBACK_NOTE),
             Output::Text | Output::Content => body,
         };
-        return (body, removal, Reading { algorithm, fallback: Some(verdict), choice, hidden, meta });
+        return (body, removal, Reading { algorithm, fallback: Some(verdict), choice, hidden, meta, kind, signals, evidence, unsure: false });
     }
     if let Some(body) = tree.body() {
         // What the extractor kept around the article's text inside its container: an
@@ -532,6 +559,8 @@ fn reading_page(
         // right to left only with `dir`.
         meta.dir = Some("rtl".into());
     }
+    evidence.kept_prose = unsure::body_prose(&tree);
+    let unsure = evidence.is_unsure();
     let body = match output {
         Output::Text => crate::render::reader::render_text(&mut tree, &meta),
         Output::Content => crate::render::reader::render_content(&tree),
@@ -540,10 +569,12 @@ fn reading_page(
             // else the header's.
             let original = original.filter(|_| !bar);
             let page = crate::render::reader::Page { meta: &meta, base: base.as_deref(), original, images: stage2.map(|s| s.images).unwrap_or_default() };
-            crate::render::reader::render(&mut tree, &page)
+            let html = crate::render::reader::render(&mut tree, &page);
+            let about = crate::render::reader::About { kind, unsure, declutter: declutter_link };
+            crate::render::reader::insert_about(html, &about)
         }
     };
-    (body, removal, Reading { algorithm, fallback: None, choice, hidden, meta })
+    (body, removal, Reading { algorithm, fallback: None, choice, hidden, meta, kind, signals, evidence, unsure })
 }
 
 /// One page's extractor and what it runs with, so that a hidden copy of the page is extracted
@@ -785,10 +816,21 @@ fn has_title(tree: &Tree) -> bool {
 }
 
 /// The removers with the settings of the profile and the page's site rule.
+/// The link-list threshold inside the main content of a page that is a list ([`run_removers`]):
+/// the `news-home` preset's, at which a block goes only when it has more links than words.
+const LIST_PAGE_LINK_RATIO: f64 = 1.0;
+
 fn run_removers(tree: &mut Tree, stage2: &Stage2, page_url: Option<&str>) -> Outcome {
     let host = page_url.and_then(url_host);
     let site = host.and_then(|host| stage2.sites.for_host(&host));
-    let settings = Settings::resolve(&stage2.options, site);
+    let mut settings = Settings::resolve(&stage2.options, site);
+    // A page whose content is a list of links (a listing's items, a collection's products, a
+    // forum's posts) keeps the link lists of its main content; those beside it still go (the
+    // strict ratio outside the main content is unchanged). A site rule's preset decides alone.
+    let kind = kind::classify(tree, page_url);
+    if matches!(kind.kind, PageKind::Listing | PageKind::Collection | PageKind::Forum) && kind.confidence >= Kind::UNSURE && site.is_none_or(|s| s.preset.is_none()) {
+        settings.link_ratio = settings.link_ratio.max(LIST_PAGE_LINK_RATIO);
+    }
     // The shipped lists, parsed once per process on first use.
     let filter = settings.ads.then(|| stage2.ads.clone().unwrap_or_else(AdFilter::builtin));
     let ctx = Context { page_url, ads: filter.as_deref(), site };
@@ -984,7 +1026,7 @@ mod tests {
     fn a_post_only_in_noscript_is_read_from_there() {
         let doc = shell(&format!("<noscript>{}</noscript><noscript><img src=/pixel.gif></noscript>", post()));
         let page = process(&reader(Output::Content, Algorithm::Pith), doc.as_bytes(), None, Output::Content, None).expect("page");
-        assert_eq!(page.reading_summary().as_deref(), Some("reader=article; source=noscript"));
+        assert_eq!(page.reading_summary().as_deref().and_then(|s| s.split("; kind=").next()), Some("reader=article; source=noscript"));
         let reading = page.reading.as_ref().expect("reading mode ran");
         assert_eq!((reading.hidden, reading.fallback), (Some(HiddenSource::Noscript), None));
         let text = String::from_utf8(page.body).expect("utf-8");
@@ -1015,14 +1057,14 @@ mod tests {
         let doc = format!("<body>{visible}<noscript>{visible}{visible}</noscript></body>");
         let page = process(&reader(Output::Content, Algorithm::Pith), doc.as_bytes(), None, Output::Content, None).expect("page");
         assert_eq!(page.reading.as_ref().and_then(|r| r.hidden), None, "twice as much is not far more");
-        assert_eq!(page.reading_summary().as_deref(), Some("reader=article"));
+        assert_eq!(page.reading_summary().as_deref().and_then(|s| s.split("; kind=").next()), Some("reader=article"));
     }
 
     #[test]
     fn the_reading_summary_says_how_pith_chose_and_a_doubt_falls_back() {
         let doc = format!("<html><body><div id=story><p>{}</p><p>{}</p></div></body></html>", PROSE.repeat(2), PROSE.repeat(2));
         let (_, reading) = read(&reader(Output::Text, Algorithm::Pith), &doc, None);
-        assert_eq!(reading.summary(), "reader=article");
+        assert_eq!(reading.summary(), format!("reader=article; kind=article; kind-confidence={:.2}", reading.kind.confidence));
         // The article's class carries a tag read as a cookie banner; the bio after it is long
         // enough to stand alone, and far shorter than the article.
         let bio = "<p>About the author: she has written about health, food and family since 2010, and lives with two children and a dog by the sea.</p>";
@@ -1031,7 +1073,7 @@ mod tests {
             format!("<p>{}</p>", PROSE.repeat(2)).repeat(6)
         );
         let (text, reading) = read(&reader(Output::Text, Algorithm::Pith), &doc, None);
-        assert_eq!(reading.summary(), "reader=fallback:prose-elsewhere");
+        assert!(reading.summary().starts_with("reader=fallback:prose-elsewhere; kind="), "{}", reading.summary());
         let verdict = reading.fallback.expect("declutter page served");
         assert_eq!(verdict.to_string(), "declutter; pith found far more prose outside its choice than in it");
         assert!(text.contains(PROSE.trim()), "the declutter page keeps the article: {text}");
@@ -1161,6 +1203,30 @@ mod tests {
         // A page whose markup holds its text is decluttered as it is.
         let page = process(&declutter(Output::Html), PAGE.as_bytes(), None, Output::Html, None).expect("page");
         assert!(String::from_utf8(page.body).expect("utf-8").contains("A paragraph of real article text"));
+    }
+
+
+    #[test]
+    fn a_forum_thread_keeps_its_posts_and_loses_the_menu_beside_them() {
+        // Posts of short lines among user links, dates and "Reply": link-dense blocks that are
+        // the page's content, judged with the list pages' threshold inside the main content.
+        let mut doc = String::from("<html><body><nav><a href=/a>Forums</a> <a href=/b>Members</a> <a href=/c>Search</a> <a href=/d>Help</a></nav><h1>Why does my boiler click?</h1><div class=thread>");
+        for i in 0..8 {
+            doc.push_str(&format!(
+                "<div class=message><div class=user-info><a href=/u/{i}>user{i}</a></div><time datetime=2024-03-0{}>3 March</time><p>Post {i}: it was the <a href=/p>pump</a>, not the <a href=/v>valve</a>, and it clicks less now.</p><a href=#r>Reply</a> <a href=#q>Quote</a></div>",
+                i % 9 + 1
+            ));
+        }
+        doc.push_str("</div></body></html>");
+        let tree = Tree::parse(&doc);
+        assert_eq!(kind::classify(&tree, None).kind, PageKind::Forum, "the page is a forum thread");
+        let (body, removal) = declutter_page(tree, &Stage2::default(), Output::Text, None, None);
+        // Without the list pages' threshold the posts went, and the safety net redid the page.
+        assert_eq!(removal.fallback, None, "{removal:?}");
+        for i in 0..8 {
+            assert!(body.contains(&format!("Post {i}: it was the pump, not the valve")), "post {i} kept:\n{body}");
+        }
+        assert!(!body.contains("Members"), "the site's menu goes:\n{body}");
     }
 
 }

@@ -81,6 +81,8 @@ pub mod pith;
 #[path = "extractors/site_redundancy.rs"]
 pub mod site_redundancy;
 pub mod hidden;
+pub mod kind;
+pub mod unsure;
 pub mod lang;
 pub mod meta;
 pub mod presets;

@@ -22,6 +22,7 @@
 //! What is content is the extractor's decision ([`crate::extract::algorithm`]); the metadata
 //! comes from [`crate::extract::meta`]. This module only renders.
 
+mod about;
 mod content;
 
 use url::Url;
@@ -29,6 +30,7 @@ use url::Url;
 use crate::dom::{Edge, NodeId, Tree};
 use crate::extract::meta::Meta;
 
+pub use about::{insert_about, kind_line, About};
 use content::Content;
 use crate::images::Images;
 

@@ -654,7 +654,7 @@ pub fn bar(control: &Control, cfg: &ControlConfig, profile: &Profile, url: &str)
         links.push((pass.name.clone(), "original"));
     }
     if profile.reader.is_some() {
-        if let Some(plain) = cfg.offered.iter().find(|p| p.reader.is_none() && !p.is_pass() && p.output == crate::pipeline::Output::Html) {
+        if let Some(plain) = declutter_profile(cfg) {
             links.push((plain.name.clone(), "de-cluttered"));
         }
     } else if let Some(reader) = cfg.offered.iter().find(|p| p.reader.is_some()) {
@@ -680,6 +680,24 @@ pub fn bar(control: &Control, cfg: &ControlConfig, profile: &Profile, url: &str)
     }
     html.push_str("</nav><span id=\"pith-content\" tabindex=\"-1\"></span>");
     Some(html)
+}
+
+/// The profile the bar offers for "de-cluttered" on a reading page.
+fn declutter_profile(cfg: &ControlConfig) -> Option<&Arc<Profile>> {
+    cfg.offered.iter().find(|p| p.reader.is_none() && !p.is_pass() && p.output == crate::pipeline::Output::Html)
+}
+
+/// The bar's signed one-shot link serving `url` de-cluttered, for a reading page in `profile`
+/// that is unsure of its content ([`crate::extract::unsure`]); `None` where the bar has none.
+pub fn declutter_link(control: &Control, cfg: &ControlConfig, profile: &Profile, url: &str) -> Option<String> {
+    if !cfg.choices || !profile.bar || profile.reader.is_none() || url.len() > MAX_URL {
+        return None;
+    }
+    let plain = declutter_profile(cfg)?;
+    let encoded: String = url::form_urlencoded::byte_serialize(url.as_bytes()).collect();
+    let sig = control.once_signature(url, &plain.name);
+    let name: String = url::form_urlencoded::byte_serialize(plain.name.as_bytes()).collect();
+    Some(format!("http://pith/once?profile={name}&url={encoded}&sig={sig}"))
 }
 
 /// Puts `bar` right after the page's `<body>` tag (or its `</head>`); a page with neither is

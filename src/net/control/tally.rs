@@ -115,6 +115,14 @@ pub fn rewrite_time() -> &'static Histogram {
     REWRITES.get_or_init(Histogram::default)
 }
 
+/// Reading pages served with a note that reading mode is unsure of them
+/// ([`crate::extract::unsure`]), for every proxy in this process (counted where the page is
+/// rewritten, as [`rewrite_time`] is).
+pub fn unsure_pages() -> &'static AtomicU64 {
+    static UNSURE: AtomicU64 = AtomicU64::new(0);
+    &UNSURE
+}
+
 /// The counts of one running proxy; it outlives reloads.
 pub struct Tally {
     epoch: Instant,
@@ -237,6 +245,7 @@ impl Tally {
         counter("pith_client_bytes_total", "counter", "Body bytes sent to clients.", self.client_bytes.load(Ordering::Relaxed));
         counter("pith_connections_open", "gauge", "Client connections open now (one whose tunnel is open included).", open as u64);
         counter("pith_tunnels_open", "gauge", "CONNECT tunnels open now, blind or intercepted.", self.tunnels.load(Ordering::Relaxed) as u64);
+        counter("pith_reader_unsure_total", "counter", "Reading pages served saying reading mode may have left part of the page out (every proxy of this process).", unsure_pages().load(Ordering::Relaxed));
         self.latency.render(&mut out, "pith_request_seconds", "Time from a request's arrival to the end of its response body.");
         rewrite_time().render(&mut out, "pith_rewrite_seconds", "Time the pipeline took to rewrite a page (every proxy of this process).");
         out
