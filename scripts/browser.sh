@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Loads development pages through pith in headless Chromium and audits them as a person gets
-# them: the headline, the width at phone size (412 px), `lang`, heading order and an axe-core
-# audit, for the declutter and the reading page (tests/browser/check.mjs says what each
-# count means).
+# them: the headline and how far down it is, the width at phone size (412 px), `lang`, heading
+# order, one h1, leftovers (dialogs, consent and newsletter prompts), a screen reader's path to
+# the headline, pith's bar and an axe-core audit, for the declutter and the reading page, and
+# the original with --original (tests/browser/check.mjs says what each count means).
 #
 # Usage: scripts/browser.sh [--sample N | --spread N] [--sets "scrapinghub readability"]
 #                           [--wcxb N] [--original] [--shots] [--gate FILE] [--no-build] [--out DIR]
@@ -48,7 +49,7 @@ while [ $# -gt 0 ]; do
         --no-build) build=0; shift;;
         --pith) pith_arg=$2; build=0; shift 2;;
         --out) out=$2; shift 2;;
-        -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
+        -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
         *) echo "browser.sh: unknown argument $1 (see --help)" >&2; exit 64;;
     esac
 done
