@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Loads development pages through pith in headless Chromium and audits them as a person gets
-# them: the headline, the width at phone size (412 px), `lang`, heading order and an axe-core
-# audit, for the declutter and the reading page (tests/browser/check.mjs says what each
-# count means).
+# them: the headline and how far down it is, the width at phone size (412 px), `lang`, heading
+# order, one h1, leftovers (dialogs, consent and newsletter prompts), a screen reader's path to
+# the headline, pith's bar and an axe-core audit, for the declutter and the reading page, and
+# the original with --original (tests/browser/check.mjs says what each count means).
 #
-# Usage: scripts/browser.sh [--sample N] [--sets "scrapinghub readability"] [--shots]
-#                           [--gate FILE] [--no-build] [--out DIR]
+# Usage: scripts/browser.sh [--sample N | --spread N] [--sets "scrapinghub readability"]
+#                           [--wcxb N] [--original] [--shots] [--gate FILE] [--no-build] [--out DIR]
 #   --sample N   the first N pages of each set (default: every page; about 20 minutes)
+#   --spread N   N pages of each set spread evenly over it (a quicker sample while iterating)
 #   --sets "…"   development sets under ../shared/bench (default: both)
+#   --wcxb N     also N pages of ../shared/bench/wcxb, the same number of each page type,
+#                spread evenly over the type (unpacked into a temporary folder)
+#   --original   also audit each original page as the origin serves it (profile "original")
 #   --shots      a screenshot of each page's first screen at 412 and 1280 px under OUT/shots
 #   --gate FILE  fail (exit 1) when a count is over its ceiling in FILE (JSON, per profile)
 #   --no-build   use the release binary already built
@@ -23,6 +28,9 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 shared=${PITH_SHARED:-$repo/../shared}
 sample=0
+spread=0
+wcxb=0
+original=()
 sets="scrapinghub readability"
 shots=()
 gate=()
@@ -32,17 +40,22 @@ out=$repo/target/browser
 while [ $# -gt 0 ]; do
     case "$1" in
         --sample) sample=$2; shift 2;;
+        --spread) spread=$2; shift 2;;
+        --wcxb) wcxb=$2; shift 2;;
+        --original) original=(--original); shift;;
         --sets) sets=$2; shift 2;;
         --shots) shots=(--shots); shift;;
         --gate) gate=(--gate "$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"); shift 2;;
         --no-build) build=0; shift;;
         --pith) pith_arg=$2; build=0; shift 2;;
         --out) out=$2; shift 2;;
-        -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
+        -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
         *) echo "browser.sh: unknown argument $1 (see --help)" >&2; exit 64;;
     esac
 done
-[[ "$sample" =~ ^[0-9]+$ ]] || { echo "browser.sh: --sample takes a number" >&2; exit 64; }
+for n in "$sample" "$spread" "$wcxb"; do
+    [[ "$n" =~ ^[0-9]+$ ]] || { echo "browser.sh: --sample, --spread and --wcxb take a number" >&2; exit 64; }
+done
 
 # shellcheck source=scripts/browser-tools.sh
 . "$repo/scripts/browser-tools.sh"
@@ -97,10 +110,35 @@ declutter=$(listener_address "$run/pith.log" declutter)
 reader=$(listener_address "$run/pith.log" reader)
 [ -n "$declutter" ] && [ -n "$reader" ] || { echo "browser.sh: pith did not say where it listens:" >&2; cat "$run/pith.log" >&2; exit 1; }
 
+if [ "$wcxb" -gt 0 ]; then
+    [ -f "$shared/bench/wcxb/truth.json" ] || { echo "browser.sh: no $shared/bench/wcxb" >&2; exit 1; }
+    mkdir -p "$run/wcxb"
+    python3 - "$shared/bench/wcxb" "$run/wcxb" "$wcxb" <<'PY'
+import collections, gzip, json, math, sys
+bench, dest, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+pages = json.load(open(f"{bench}/truth.json", encoding="utf-8"))["pages"]
+by_type = collections.defaultdict(list)
+for pid in sorted(pages):
+    by_type[pages[pid].get("type", "")].append(pid)
+each = math.ceil(n / len(by_type))
+chosen = []
+for t in sorted(by_type):
+    ids = by_type[t]
+    k = min(each, len(ids))
+    chosen += [ids[(i * len(ids)) // k] for i in range(k)]
+if len(chosen) > n:
+    chosen = [chosen[(i * len(chosen)) // n] for i in range(n)]
+for pid in chosen:
+    with gzip.open(f"{bench}/html/{pid}.html.gz", "rb") as src, open(f"{dest}/{pid}.html", "wb") as out:
+        out.write(src.read())
+PY
+    folders+=("$run/wcxb")
+fi
+
 mkdir -p "$out"
 IFS=,; pages="${folders[*]}"; unset IFS
 node "$repo/tests/browser/check.mjs" --pages "$pages" --proxy "declutter=$declutter,reader=$reader" \
-    --out "$out" --sample "$sample" "${shots[@]}" "${gate[@]}"
+    --out "$out" --sample "$sample" --spread "$spread" "${original[@]}" "${shots[@]}" "${gate[@]}"
 # pith's own pages clicked through: choose reading mode on http://pith/, read an article, press
 # "original" on the bar; axe-core on the control page and the bar (tests/browser/control.mjs).
 node "$repo/tests/browser/control.mjs" --proxy "$declutter"

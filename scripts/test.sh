@@ -89,7 +89,8 @@ if [ -s "$PITH_SKIP_LOG" ]; then
 fi
 # Pages as a person gets them: the first 12 pages of each development set through the debug
 # binary just built, in headless Chromium (installed here when missing), held to today's counts
-# (tests/browser/gate-ci.json). The whole sets: scripts/browser.sh.
+# (tests/browser/gate-ci.json: headline position, leftovers, one h1, a screen reader's path,
+# pith's bar, axe). The whole sets: scripts/browser-full.sh (docs/page-in-browser.md).
 if [ "$have_sets" = 1 ]; then
     step "browser" scripts/browser.sh --pith "$target/debug/pith" --sample 12 --gate tests/browser/gate-ci.json --out target/browser-ci
 else

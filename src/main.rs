@@ -154,6 +154,14 @@ enum Format {
     /// Plain text as a listener gets it from a profile with `output = "text"`: in reading mode
     /// the title, byline and date lines, then the content.
     Listener,
+    /// One JSON object per page (one line each on standard output, NAME.json with
+    /// `--out-dir`): `file`, `type` (the kind of page: article, documentation, service, forum,
+    /// collection, listing, product), `confidence` (0 to 1), `items`, `title`, `language`,
+    /// `unsure` (the reading page says it may have left part of the page out), `reader` (how
+    /// reading mode chose, as in `x-pith`), `page_prose` and `kept_prose` (what `unsure` is
+    /// decided from), `signals` (what the type is decided from), and `text`, the `text` form.
+    /// All but `file` and `text` are null without reading mode.
+    Json,
 }
 
 fn main() -> ExitCode {
@@ -406,7 +414,7 @@ fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
     };
     let output = match args.format {
         Some(Format::Html) => Output::Html,
-        Some(Format::Text) => Output::Content,
+        Some(Format::Text | Format::Json) => Output::Content,
         Some(Format::Listener) => Output::Text,
         None => profile.output,
     };
@@ -436,7 +444,8 @@ fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
             eprint!("\r\x1b[K[{}/{}] {}", i + 1, files.len(), file.display());
         }
         tally.files += 1;
-        match extract_one(file, &profile, output, args.out_dir.as_deref(), input) {
+        let json = matches!(args.format, Some(Format::Json));
+        match extract_one(file, &profile, output, json, args.out_dir.as_deref(), input) {
             Ok((n, fell_back, hidden)) => {
                 tally.bytes += n;
                 tally.fallbacks += usize::from(fell_back);
@@ -466,6 +475,28 @@ fn extract(args: ExtractArgs) -> anyhow::Result<ExitCode> {
         }
     );
     Ok(if tally.failures == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// `pith extract --format json`'s object for one page, on one line ([`Format::Json`]).
+fn page_json(file: &Path, page: &pipeline::Page) -> Vec<u8> {
+    let reading = page.reading.as_ref();
+    let object = serde_json::json!({
+        "file": file.display().to_string(),
+        "type": reading.map(|r| r.kind.kind.name()),
+        "confidence": reading.map(|r| (f64::from(r.kind.confidence) * 1000.0).round() / 1000.0),
+        "items": reading.map(|r| r.kind.items),
+        "title": reading.and_then(|r| r.meta.title.as_deref()),
+        "language": reading.and_then(|r| r.meta.lang.as_deref()),
+        "unsure": reading.map(|r| r.unsure),
+        "reader": page.reading_summary().map(|s| s.split("; kind=").next().unwrap_or_default().trim_start_matches("reader=").to_string()),
+        "page_prose": reading.map(|r| r.evidence.page_prose),
+        "kept_prose": reading.map(|r| r.evidence.kept_prose),
+        "signals": reading.map(|r| &r.signals),
+        "text": String::from_utf8_lossy(&page.body),
+    });
+    let mut line = object.to_string().into_bytes();
+    line.push(b'\n');
+    line
 }
 
 /// Why `url` cannot be `extract --url`'s page address, if it cannot: the proxy only ever sees
@@ -524,7 +555,7 @@ fn learn_sites(profile: &pith::profile::Profile, files: &[PathBuf], input: Input
 
 /// Runs one input through the pipeline; returns the input size and whether reading mode fell
 /// back to the declutter page, and whether it read a hidden copy of the page.
-fn extract_one(file: &Path, profile: &pith::profile::Profile, output: Output, out_dir: Option<&Path>, given: Input<'_>) -> anyhow::Result<(u64, bool, bool)> {
+fn extract_one(file: &Path, profile: &pith::profile::Profile, output: Output, json: bool, out_dir: Option<&Path>, given: Input<'_>) -> anyhow::Result<(u64, bool, bool)> {
     let input = if file == Path::new("-") {
         let mut buf = Vec::new();
         std::io::stdin().read_to_end(&mut buf).context("cannot read standard input")?;
@@ -540,13 +571,18 @@ fn extract_one(file: &Path, profile: &pith::profile::Profile, output: Output, ou
     }
     let fell_back = page.reading.as_ref().is_some_and(|r| r.fallback.is_some());
     let hidden = page.reading.as_ref().is_some_and(|r| r.hidden.is_some());
+    let body = if json { page_json(file, &page) } else { page.body };
     match out_dir {
-        None => std::io::stdout().write_all(&page.body).context("cannot write to standard output")?,
+        None => std::io::stdout().write_all(&body).context("cannot write to standard output")?,
         Some(dir) => {
             let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "stdin".into());
-            let ext = if page.form.output() == Output::Html { "html" } else { "txt" };
+            let ext = match page.form.output() {
+                _ if json => "json",
+                Output::Html => "html",
+                Output::Text | Output::Content => "txt",
+            };
             let path = dir.join(format!("{stem}.{ext}"));
-            std::fs::write(&path, &page.body).with_context(|| format!("cannot write {}", path.display()))?;
+            std::fs::write(&path, &body).with_context(|| format!("cannot write {}", path.display()))?;
         }
     }
     Ok((input.len() as u64, fell_back, hidden))

@@ -28,6 +28,8 @@ use crate::dom::{Filtered, Tree};
 use crate::extract::algorithm::Algorithm;
 use crate::extract::declutter::{self, Outcome};
 use crate::extract::hidden::{self, HiddenSource};
+use crate::extract::kind::{self, Kind, PageKind, Signals};
+use crate::extract::unsure::{self, Evidence};
 use crate::extract::lang;
 use crate::extract::meta::{self, Meta};
 use crate::extract::pith::Choice;
@@ -96,6 +98,16 @@ pub struct Reading {
     pub choice: Option<Choice>,
     /// The page's metadata.
     pub meta: Meta,
+    /// What kind of page it is ([`crate::extract::kind::classify`]), decided on the page as
+    /// parsed, before extraction.
+    pub kind: Kind,
+    /// What the kind was decided from.
+    pub signals: Signals,
+    /// What reading mode kept of the page's prose ([`unsure`]).
+    pub evidence: Evidence,
+    /// Reading mode served a block it is unsure of ([`Evidence::is_unsure`]): the reading page
+    /// says so after its headline. Never set when the declutter page was served instead.
+    pub unsure: bool,
 }
 
 impl Reading {
@@ -103,7 +115,8 @@ impl Reading {
     /// `article`, `moved`, `unstripped`, `whole-page` (pith's [`Choice`]; `extracted` for the
     /// other extractors), or `fallback:REASON` when the declutter page was served; then
     /// `; source=WHERE` when the content came from a copy only scripts would show (e.g.
-    /// `source=noscript`).
+    /// `source=noscript`); then `; kind=KIND; kind-confidence=C`, the kind of page
+    /// ([`PageKind::name`](crate::extract::kind::PageKind::name)) and how sure, 0.00 to 1.00.
     pub fn summary(&self) -> String {
         let mut summary = match (&self.fallback, self.choice) {
             (Some(f), _) => format!("reader=fallback:{}", f.reason()),
@@ -113,6 +126,7 @@ impl Reading {
         if let Some(hidden) = self.hidden {
             summary.push_str(&format!("; source={hidden}"));
         }
+        summary.push_str(&format!("; kind={}; kind-confidence={:.2}", self.kind.kind, self.kind.confidence));
         summary
     }
 }
@@ -332,11 +346,11 @@ fn parsed(profile: &Profile, utf8: &str, output: Output, page_url: Option<&str>)
             return Ok(Transformed { body, form: ServedForm::TooDeep { asked: output }, stats, removal: None, reading: None });
         }
         (false, Some(reader), stage2) => {
-            let (body, removal, reading) = reading_page(tree, source, reader, stage2.as_deref(), output, page_url);
+            let (body, removal, reading) = reading_page(tree, source, (reader, profile.declutter_link.as_deref()), stage2.as_deref(), output, (page_url, profile.bar));
             (body, removal, Some(reading))
         }
         (false, None, Some(stage2)) => {
-            let (body, removal) = declutter_page(tree, stage2, output, page_url);
+            let (body, removal) = declutter_page(tree, stage2, output, page_url, Some(&source));
             (body, Some(removal), None)
         }
         (false, None, None) => (crate::render::text::render(&tree), None, None),
@@ -350,12 +364,15 @@ fn parsed(profile: &Profile, utf8: &str, output: Output, page_url: Option<&str>)
 fn reading_page(
     mut tree: Tree,
     source: Source<'_>,
-    reader: &Reader,
+    (reader, declutter_link): (&Reader, Option<&str>),
     stage2: Option<&Stage2>,
     output: Output,
-    page_url: Option<&str>,
+    (page_url, bar): (Option<&str>, bool),
 ) -> (String, Option<Removal>, Reading) {
+    // Before `prepare` strips the scripts: the kind reads the page's JSON-LD.
+    let (kind, signals) = kind::classify_with_signals(&tree, page_url);
     let (mut meta, host) = prepare(&mut tree, page_url);
+    let mut evidence = Evidence { page_prose: unsure::body_prose(&tree), kept_prose: 0, kind_confidence: kind.confidence };
     if meta.title.is_none() {
         // A page with no title in its metadata is titled by its own headline, which the
         // extractors take out of the content as the title again.
@@ -381,7 +398,7 @@ fn reading_page(
         strip_scripts(&mut fresh);
         let (body, removal) = match stage2 {
             Some(stage2) => {
-                let (body, removal) = declutter_page(fresh, stage2, output, page_url);
+                let (body, removal) = declutter_page(fresh, stage2, output, page_url, None);
                 (body, Some(removal))
             }
             None if output.is_text() => (crate::render::text::render(&fresh), None),
@@ -391,7 +408,7 @@ fn reading_page(
             Output::Html => crate::render::reader::insert_note(body, FALLBACK_NOTE),
             Output::Text | Output::Content => body,
         };
-        return (body, removal, Reading { algorithm, fallback: Some(verdict), choice, hidden, meta });
+        return (body, removal, Reading { algorithm, fallback: Some(verdict), choice, hidden, meta, kind, signals, evidence, unsure: false });
     }
     if let Some(body) = tree.body() {
         // What the extractor kept around the article's text inside its container: an
@@ -402,15 +419,27 @@ fn reading_page(
         // Other statements of the page's language, else the language of the content kept.
         meta.lang = tree.body().and_then(|body| lang::of(&tree, body)).or_else(|| stage2?.options.fallback_lang.clone());
     }
+    if meta.dir.as_deref().is_none_or(|d| d.trim().is_empty()) && meta.lang.as_deref().is_some_and(lang::is_rtl) {
+        // Browsers do not infer the direction from `lang`: a Hebrew page stating none reads
+        // right to left only with `dir`.
+        meta.dir = Some("rtl".into());
+    }
+    evidence.kept_prose = unsure::body_prose(&tree);
+    let unsure = evidence.is_unsure();
     let body = match output {
         Output::Text => crate::render::reader::render_text(&mut tree, &meta),
         Output::Content => crate::render::reader::render_content(&tree),
         Output::Html => {
+            // One link to the original: the bar's ("original") when the profile has the bar,
+            // else the header's.
+            let original = original.filter(|_| !bar);
             let page = crate::render::reader::Page { meta: &meta, base: base.as_deref(), original, images: stage2.map(|s| s.images).unwrap_or_default() };
-            crate::render::reader::render(&mut tree, &page)
+            let html = crate::render::reader::render(&mut tree, &page);
+            let about = crate::render::reader::About { kind, unsure, declutter: declutter_link };
+            crate::render::reader::insert_about(html, &about)
         }
     };
-    (body, removal, Reading { algorithm, fallback: None, choice, hidden, meta })
+    (body, removal, Reading { algorithm, fallback: None, choice, hidden, meta, kind, signals, evidence, unsure })
 }
 
 /// One page's extractor and what it runs with, so that a hidden copy of the page is extracted
@@ -527,14 +556,29 @@ pub fn learn(profile: &Profile, doc: &[u8], content_type: Option<&str>, page_url
 
 /// Stage 2 over a stage-1 page: parse, remove, render (with the "Removed links" section when
 /// the retainer is on).
-fn declutter_page(mut tree: Tree, stage2: &Stage2, output: Output, page_url: Option<&str>) -> (String, Removal) {
-    let Outcome { removal, retained, titled } = run_removers(&mut tree, stage2, page_url);
+fn declutter_page(mut tree: Tree, stage2: &Stage2, output: Output, page_url: Option<&str>, source: Option<&Source<'_>>) -> (String, Removal) {
+    let Outcome { mut removal, mut retained, title: mut title_heading } = run_removers(&mut tree, stage2, page_url);
+    // What the page states of itself, kept when its hidden copy is shown instead.
+    let mut stated: Option<(Option<String>, Option<String>)> = None;
+    if let Some(copy) = source.and_then(|s| script_copy(&tree, s)) {
+        let title = meta::extract(&tree, page_url).title.or_else(|| title_heading.map(|h| meta::text_of(&tree, h)));
+        let lang = tree.body().and_then(|body| lang::of(&tree, body));
+        let mut copy_tree = copy.tree;
+        let outcome = if copy.article { Outcome::default() } else { run_removers(&mut copy_tree, stage2, page_url) };
+        (tree, removal, retained, title_heading) = (copy_tree, outcome.removal, outcome.retained, None);
+        stated = Some((title, lang));
+    }
+    let titled = title_heading.is_some();
     // A page without a title heading gets one from its metadata: the first thing a person on
     // a phone, or a screen reader, meets is then what the page is. A page without a `<title>`
     // gets one from the same metadata, else its first `<h1>`, else its address: a browser tab,
     // a bookmark and a screen reader's first words name the page.
     let untitled = output == Output::Html && !has_title(&tree);
-    let title = if (titled && !untitled) || output == Output::Content { None } else { meta::extract(&tree, page_url).title };
+    let title = match &stated {
+        Some((title, _)) => title.clone().filter(|_| output != Output::Content),
+        None if (titled && !untitled) || output == Output::Content => None,
+        None => meta::extract(&tree, page_url).title,
+    };
     let doc_title = if untitled {
         title.clone().or_else(|| first_heading(&tree)).or_else(|| page_url.and_then(crate::render::access::destination))
     } else {
@@ -549,11 +593,22 @@ fn declutter_page(mut tree: Tree, stage2: &Stage2, output: Output, page_url: Opt
                 h
             });
             // Only a page whose `<html>` names no language is looked at further.
-            let stated = tree.document_element().and_then(|h| tree.attr(h, "lang")).is_some_and(|l| !l.trim().is_empty());
-            let lang = if stated { None } else { tree.body().and_then(|body| lang::of(&tree, body)).or_else(|| stage2.options.fallback_lang.clone()) };
+            let stated_lang = tree.document_element().and_then(|h| tree.attr(h, "lang")).is_some_and(|l| !l.trim().is_empty());
+            let lang = if stated_lang {
+                None
+            } else if let Some((_, lang)) = &stated {
+                lang.clone().or_else(|| stage2.options.fallback_lang.clone())
+            } else {
+                tree.body().and_then(|body| lang::of(&tree, body)).or_else(|| stage2.options.fallback_lang.clone())
+            };
+            // A right-to-left page (by its stated or found language) that states no direction.
+            let page_lang = lang.clone().or_else(|| lang::declared(&tree));
+            let dir = (!lang::states_dir(&tree) && page_lang.as_deref().is_some_and(lang::is_rtl)).then_some("rtl");
             let dress = crate::render::html::Dress {
                 head: crate::render::html::PHONE_HEAD,
                 lang: lang.as_deref(),
+                dir,
+                h1: title_heading.filter(|&h| !tree.is_removed(h)),
                 body: heading.as_deref().unwrap_or_default(),
                 title: doc_title.as_deref(),
                 images: Some(&stage2.images),
@@ -571,6 +626,40 @@ fn declutter_page(mut tree: Tree, stage2: &Stage2, output: Output, page_url: Opt
         }
     };
     (body, removal)
+}
+
+/// A hidden copy of a page built by script ([`hidden`]: JSON-LD `articleBody`, a `<noscript>`
+/// copy), parsed through the profile's stage 1 without scripts.
+struct ScriptCopy {
+    tree: Tree,
+    /// Whether it is the article itself (JSON-LD), shown whole.
+    article: bool,
+}
+
+/// The hidden copy a declutter page shows instead of what the removers left of the visible
+/// markup, when that holds far less text ([`hidden::is_far_more`]): a blog whose article is
+/// rendered from data in the page is otherwise a tagline and a "Share" link. Only a short
+/// visible result is compared ([`hidden::MAX_VISIBLE`]), and the copies are measured by one
+/// search over the bytes first.
+fn script_copy(visible: &Tree, source: &Source<'_>) -> Option<ScriptCopy> {
+    let kept = visible.body().map_or(0, |b| non_link_chars(&kept_stats_of(visible, b)));
+    let needed = hidden::bytes_needed(kept, MIN_CONTENT_CHARS)?;
+    if hidden::largest_bytes(source.page) < needed {
+        return None;
+    }
+    for copy in hidden::find(source.page, needed).into_iter().take(MAX_HIDDEN_TRIES) {
+        let Ok((html, _)) = source.rules.rewrite(&copy.html) else { continue };
+        let (mut tree, _) = source.rules.parse(&html);
+        if tree.is_truncated() {
+            continue;
+        }
+        strip_scripts(&mut tree);
+        let got = tree.body().map_or(0, |b| non_link_chars(&kept_stats_of(&tree, b)));
+        if hidden::is_far_more(got, kept, MIN_CONTENT_CHARS) {
+            return Some(ScriptCopy { tree, article: copy.source.is_article() });
+        }
+    }
+    None
 }
 
 /// The text of the page's first `<h1>` left in, if it has words.
@@ -592,10 +681,21 @@ fn has_title(tree: &Tree) -> bool {
 }
 
 /// The removers with the settings of the profile and the page's site rule.
+/// The link-list threshold inside the main content of a page that is a list ([`run_removers`]):
+/// the `news-home` preset's, at which a block goes only when it has more links than words.
+const LIST_PAGE_LINK_RATIO: f64 = 1.0;
+
 fn run_removers(tree: &mut Tree, stage2: &Stage2, page_url: Option<&str>) -> Outcome {
     let host = page_url.and_then(url_host);
     let site = host.and_then(|host| stage2.sites.for_host(&host));
-    let settings = Settings::resolve(&stage2.options, site);
+    let mut settings = Settings::resolve(&stage2.options, site);
+    // A page whose content is a list of links (a listing's items, a collection's products, a
+    // forum's posts) keeps the link lists of its main content; those beside it still go (the
+    // strict ratio outside the main content is unchanged). A site rule's preset decides alone.
+    let kind = kind::classify(tree, page_url);
+    if matches!(kind.kind, PageKind::Listing | PageKind::Collection | PageKind::Forum) && kind.confidence >= Kind::UNSURE && site.is_none_or(|s| s.preset.is_none()) {
+        settings.link_ratio = settings.link_ratio.max(LIST_PAGE_LINK_RATIO);
+    }
     // The shipped lists, parsed once per process on first use.
     let filter = settings.ads.then(|| stage2.ads.clone().unwrap_or_else(AdFilter::builtin));
     let ctx = Context { page_url, ads: filter.as_deref(), site };
@@ -795,7 +895,7 @@ mod tests {
     fn a_post_only_in_noscript_is_read_from_there() {
         let doc = shell(&format!("<noscript>{}</noscript><noscript><img src=/pixel.gif></noscript>", post()));
         let page = process(&reader(Output::Content, Algorithm::Pith), doc.as_bytes(), None, Output::Content, None).expect("page");
-        assert_eq!(page.reading_summary().as_deref(), Some("reader=article; source=noscript"));
+        assert_eq!(page.reading_summary().as_deref().and_then(|s| s.split("; kind=").next()), Some("reader=article; source=noscript"));
         let reading = page.reading.as_ref().expect("reading mode ran");
         assert_eq!((reading.hidden, reading.fallback), (Some(HiddenSource::Noscript), None));
         let text = String::from_utf8(page.body).expect("utf-8");
@@ -826,14 +926,14 @@ mod tests {
         let doc = format!("<body>{visible}<noscript>{visible}{visible}</noscript></body>");
         let page = process(&reader(Output::Content, Algorithm::Pith), doc.as_bytes(), None, Output::Content, None).expect("page");
         assert_eq!(page.reading.as_ref().and_then(|r| r.hidden), None, "twice as much is not far more");
-        assert_eq!(page.reading_summary().as_deref(), Some("reader=article"));
+        assert_eq!(page.reading_summary().as_deref().and_then(|s| s.split("; kind=").next()), Some("reader=article"));
     }
 
     #[test]
     fn the_reading_summary_says_how_pith_chose_and_a_doubt_falls_back() {
         let doc = format!("<html><body><div id=story><p>{}</p><p>{}</p></div></body></html>", PROSE.repeat(2), PROSE.repeat(2));
         let (_, reading) = read(&reader(Output::Text, Algorithm::Pith), &doc, None);
-        assert_eq!(reading.summary(), "reader=article");
+        assert_eq!(reading.summary(), format!("reader=article; kind=article; kind-confidence={:.2}", reading.kind.confidence));
         // The article's class carries a tag read as a cookie banner; the bio after it is long
         // enough to stand alone, and far shorter than the article.
         let bio = "<p>About the author: she has written about health, food and family since 2010, and lives with two children and a dog by the sea.</p>";
@@ -842,7 +942,7 @@ mod tests {
             format!("<p>{}</p>", PROSE.repeat(2)).repeat(6)
         );
         let (text, reading) = read(&reader(Output::Text, Algorithm::Pith), &doc, None);
-        assert_eq!(reading.summary(), "reader=fallback:prose-elsewhere");
+        assert!(reading.summary().starts_with("reader=fallback:prose-elsewhere; kind="), "{}", reading.summary());
         let verdict = reading.fallback.expect("declutter page served");
         assert_eq!(verdict.to_string(), "declutter; pith found far more prose outside its choice than in it");
         assert!(text.contains(PROSE.trim()), "the declutter page keeps the article: {text}");
@@ -928,4 +1028,74 @@ mod tests {
         assert!(String::from_utf8_lossy(&page.body).contains("Home"));
         assert!(page.removal.is_none());
     }
+
+    #[test]
+    fn a_right_to_left_page_stating_no_direction_is_served_right_to_left() {
+        let hebrew = "זהו משפט ארוך בעברית שמספר על הנמל שנסגר לשבוע שלם בגלל הסערה הגדולה שפקדה את האזור כולו. ";
+        let found = format!("<html><head><title>הנמל נסגר</title></head><body><article><h1>הנמל נסגר לשבוע</h1><p>{}</p><p>{}</p></article></body></html>", hebrew.repeat(3), hebrew.repeat(3));
+        let stated = found.replacen("<html>", "<html lang=he>", 1);
+        let ltr = found.replacen("<html>", "<html lang=he dir=ltr>", 1);
+        for profile in [declutter(Output::Html), reader(Output::Html, Algorithm::Pith)] {
+            for doc in [&found, &stated] {
+                let page = process(&profile, doc.as_bytes(), None, Output::Html, None).expect("page");
+                let html = String::from_utf8(page.body).expect("utf-8");
+                let start = &html[..html.find('>').expect("a tag") + 1];
+                assert!(html.contains(" dir=\"rtl\"") && html.contains("lang=\"he\""), "{}: {start}", profile.name);
+            }
+            // A page that states its direction keeps it.
+            let page = process(&profile, ltr.as_bytes(), None, Output::Html, None).expect("page");
+            let html = String::from_utf8(page.body).expect("utf-8");
+            assert!(!html.contains("dir=\"rtl\""), "{}", profile.name);
+        }
+        // A left-to-right page gets no direction.
+        let page = process(&declutter(Output::Html), PAGE.as_bytes(), None, Output::Html, None).expect("page");
+        assert!(!String::from_utf8(page.body).expect("utf-8").contains(" dir="));
+    }
+
+
+    #[test]
+    fn a_page_built_by_script_is_decluttered_from_its_hidden_copy() {
+        let article = PROSE.repeat(6);
+        let doc = format!(
+            concat!(
+                r#"<html lang="en"><head><title>Harbour closed | Boats</title><script type="application/ld+json">"#,
+                r#"{{"@type":"BlogPosting","headline":"Harbour closed","articleBody":"{}"}}</script></head>"#,
+                r#"<body><p>A blog about boats</p><div id="app"></div><a href="https://t.example/share">Share on Twitter</a></body></html>"#
+            ),
+            article.trim()
+        );
+        let page = process(&declutter(Output::Html), doc.as_bytes(), None, Output::Html, None).expect("page");
+        let html = String::from_utf8(page.body).expect("utf-8");
+        assert!(html.contains(PROSE.trim()), "the article shows:\n{html}");
+        assert!(html.contains("<h1>Harbour closed | Boats</h1>") && html.starts_with("<html lang=\"en\">"), "titled from the page:\n{html}");
+        assert!(!html.contains("Share on Twitter"), "{html}");
+        // A page whose markup holds its text is decluttered as it is.
+        let page = process(&declutter(Output::Html), PAGE.as_bytes(), None, Output::Html, None).expect("page");
+        assert!(String::from_utf8(page.body).expect("utf-8").contains("A paragraph of real article text"));
+    }
+
+
+    #[test]
+    fn a_forum_thread_keeps_its_posts_and_loses_the_menu_beside_them() {
+        // Posts of short lines among user links, dates and "Reply": link-dense blocks that are
+        // the page's content, judged with the list pages' threshold inside the main content.
+        let mut doc = String::from("<html><body><nav><a href=/a>Forums</a> <a href=/b>Members</a> <a href=/c>Search</a> <a href=/d>Help</a></nav><h1>Why does my boiler click?</h1><div class=thread>");
+        for i in 0..8 {
+            doc.push_str(&format!(
+                "<div class=message><div class=user-info><a href=/u/{i}>user{i}</a></div><time datetime=2024-03-0{}>3 March</time><p>Post {i}: it was the <a href=/p>pump</a>, not the <a href=/v>valve</a>, and it clicks less now.</p><a href=#r>Reply</a> <a href=#q>Quote</a></div>",
+                i % 9 + 1
+            ));
+        }
+        doc.push_str("</div></body></html>");
+        let tree = Tree::parse(&doc);
+        assert_eq!(kind::classify(&tree, None).kind, PageKind::Forum, "the page is a forum thread");
+        let (body, removal) = declutter_page(tree, &Stage2::default(), Output::Text, None, None);
+        // Without the list pages' threshold the posts went, and the safety net redid the page.
+        assert_eq!(removal.fallback, None, "{removal:?}");
+        for i in 0..8 {
+            assert!(body.contains(&format!("Post {i}: it was the pump, not the valve")), "post {i} kept:\n{body}");
+        }
+        assert!(!body.contains("Members"), "the site's menu goes:\n{body}");
+    }
+
 }

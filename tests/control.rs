@@ -152,7 +152,7 @@ async fn the_bar_serves_a_page_once_as_the_original() {
     let page = me.get(&url).send().await.unwrap().text().await.unwrap();
     assert_decluttered(&page);
     let link = bar_link(&page, &url, "pass");
-    assert!(page.contains("<nav aria-label=\"pith\">"), "the bar links to the original:\n{page}");
+    assert!(page.contains("<nav aria-label=\"pith\" lang=\"en\" dir=\"ltr\"><a href=\"#pith-content\""), "the bar, opening on its skip link, links to the original:\n{page}");
     assert!(page.contains("profile=reader&amp;url="), "and to reading mode:\n{page}");
 
     let resp = me.get(&link).send().await.unwrap();

@@ -173,3 +173,36 @@ fn extract_refuses_a_url_that_is_not_absolute() {
         assert!(out.stdout.is_empty(), "nothing extracted for {url}");
     }
 }
+
+/// `--format json`: one object per page with its kind, title, language, confidence, the unsure
+/// flag and the text, which is the `text` form's exactly.
+#[test]
+fn extract_json_gives_the_kind_and_the_text_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let forum = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reader-forum.src.html");
+    let replies = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reader-thread-replies.src.html");
+    let output = pith(&[os("extract"), os("--profile"), os("reader"), os("--format"), os("json"), forum.as_os_str(), replies.as_os_str()]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let pages: Vec<serde_json::Value> = stdout.lines().map(|l| serde_json::from_str(l).expect("one JSON object a line")).collect();
+    assert_eq!(pages.len(), 2, "{stdout}");
+    let (thread, one_post) = (&pages[0], &pages[1]);
+    assert_eq!(thread["type"], "forum", "{thread}");
+    assert_eq!(thread["items"], 5, "{thread}");
+    assert_eq!(thread["title"], "Combi boiler clicking every few minutes");
+    assert_eq!(thread["language"], "en");
+    assert_eq!(thread["unsure"], false, "every post kept: {thread}");
+    assert!(thread["confidence"].as_f64().is_some_and(|c| (0.0..=1.0).contains(&c)), "{thread}");
+    assert_eq!((one_post["type"].as_str(), one_post["unsure"].as_bool()), (Some("forum"), Some(true)), "one post of five kept: {one_post}");
+    // The text is the `text` form's, the notice nowhere in it.
+    for (page, file) in [(thread, &forum), (one_post, &replies)] {
+        let text = pith(&[os("extract"), os("--profile"), os("reader"), os("--format"), os("text"), file.as_os_str()]);
+        assert_eq!(page["text"].as_str(), Some(String::from_utf8_lossy(&text.stdout).as_ref()));
+        assert!(!page["text"].as_str().unwrap_or_default().contains("Reading mode may"), "{page}");
+    }
+    let out = dir.path().join("out");
+    let output = pith(&[os("extract"), os("--profile"), os("reader"), os("--format"), os("json"), os("--out-dir"), out.as_os_str(), forum.as_os_str()]);
+    assert!(output.status.success());
+    let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("reader-forum.src.json")).unwrap()).unwrap();
+    assert_eq!(written["type"], "forum");
+}

@@ -120,7 +120,7 @@ async fn upgrade_always_fetches_https_for_a_plain_client_and_keeps_it_on_http() 
     assert!(!body.contains(&format!("https://localhost:{port}")), "no HTTPS link to the upgraded host left: {body}");
     assert!(body.contains("href=\"https://bank.example/login\""), "a never host's link stays HTTPS: {body}");
     assert!(headers.get("strict-transport-security").is_none(), "HSTS dropped: {headers:?}");
-    assert!(body.contains("unencrypted between this device and pith</nav>"), "the bar says the last hop is plain: {body}");
+    assert!(body.contains("unencrypted between this device and pith</span></nav>"), "the bar says the last hop is plain: {body}");
     let csp = headers.get("content-security-policy").map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
     assert!(!csp.contains("upgrade-insecure-requests"), "{csp}");
     // The picture is asked for over plain HTTP too, and fetched over HTTPS.

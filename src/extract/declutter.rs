@@ -2,8 +2,10 @@
 //!
 //! Order: the site rule's selectors (its `keep` protects, its `remove` removes) → ads
 //! ([`super::ads`], when the context has an ad filter) → landmarks → link lists → boilerplate
-//! lines → empty tables → the removed-link retainer (which lists what the landmark, link-list,
-//! boilerplate and empty-table removers took, never ad links). The boilerplate remover comes
+//! lines → leftovers ([`super::leftovers`], with the boilerplate switch) → the site's blocks
+//! before the title heading ([`super::headline`], with the link-list switch) → empty tables →
+//! the removed-link retainer (which lists what the landmark, link-list, boilerplate, leftover,
+//! headline and empty-table removers took, never ad links). The boilerplate remover comes
 //! after the link lists: a block that is a list of links with its "Share" label is one still. Each later remover counts only what the earlier ones left,
 //! and the empty-table remover comes last because the others are what empty the tables.
 //!
@@ -38,7 +40,7 @@
 
 use super::retainer::{self, RetainedLink};
 use super::{
-    ads, boilerplate, document_base, empty, kept_stats_of, landmarks, linklist, non_link_chars, prose, Context,
+    ads, boilerplate, document_base, empty, headline, kept_stats_of, landmarks, leftovers, linklist, non_link_chars, prose, Context,
     Fallback, Keep, PresetName, Removal, Settings,
 };
 use super::pith::anchor;
@@ -52,9 +54,9 @@ pub struct Outcome {
     pub removal: Removal,
     /// The "Removed links" section's links (empty unless the retainer is on).
     pub retained: Vec<RetainedLink>,
-    /// Whether the page has a title heading ([`title_heading`]); one without gets its title
-    /// from its metadata on the declutter page.
-    pub titled: bool,
+    /// The page's title heading ([`title_heading`]), when it has one; one without gets its
+    /// title from its metadata on the declutter page.
+    pub title: Option<NodeId>,
 }
 
 /// Runs the removers `settings` switch on over `tree`, falling back to gentler presets when a
@@ -64,7 +66,7 @@ pub fn run(tree: &mut Tree, settings: &Settings, ctx: &Context<'_>) -> Outcome {
         return finish(tree, Outcome::default(), settings.preset, 0);
     };
     let title = title_heading(tree);
-    let titled = Outcome { titled: title.is_some(), ..Outcome::default() };
+    let titled = Outcome { title, ..Outcome::default() };
     if settings.preset == PresetName::None {
         return finish(tree, titled, settings.preset, base.chars);
     }
@@ -169,13 +171,39 @@ fn finish(tree: &Tree, mut outcome: Outcome, preset: PresetName, page_chars: u32
 }
 
 /// The heading that names the page: the `<h1>` or `<h2>` repeating its title (`og:title` or
-/// `<title>`, [`anchor::heading`]), else the first shown `<h1>` with text.
+/// `<title>`, [`anchor::heading`]), unless a shown `<h1>` before it shares words with it (a
+/// story's own headline above the title of its recipe card or product box, which repeats the
+/// metadata's shorter title); else the first shown `<h1>` with text.
 pub fn title_heading(tree: &Tree) -> Option<NodeId> {
-    anchor::heading(tree, &anchor::Title::of(tree)).or_else(|| {
+    let first_h1 = || {
         let body = tree.body()?;
         tree.descendants(body)
             .find(|&id| tree.tag(id) == Some("h1") && tree.is_shown(id) && tree.stats(id).text_chars > 0)
-    })
+    };
+    match anchor::heading(tree, &anchor::Title::of(tree)) {
+        Some(repeating) if tree.tag(repeating) != Some("h1") => match first_h1() {
+            Some(h1) if h1.index() < repeating.index() && shares_words(tree, h1, repeating) => Some(h1),
+            _ => Some(repeating),
+        },
+        Some(repeating) => Some(repeating),
+        None => first_h1(),
+    }
+}
+
+/// Whether two headings share at least two words of three letters or more.
+fn shares_words(tree: &Tree, a: NodeId, b: NodeId) -> bool {
+    let words = |id: NodeId| -> Vec<String> {
+        crate::render::text::render_node(tree, id)
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.chars().count() >= 3)
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let theirs = words(b);
+    let mut mine = words(a);
+    mine.sort();
+    mine.dedup();
+    mine.iter().filter(|w| theirs.contains(w)).count() >= 2
 }
 
 /// How far past the title heading (in nodes) the lead image is looked for.
@@ -273,6 +301,8 @@ fn apply(tree: &mut Tree, settings: &Settings, ctx: &Context<'_>, base: &Baselin
     }
     if settings.link_lists {
         let removed = linklist::remove_with(tree, settings, &keep, paragraphs.paragraphs());
+        // Current for the leftover and headline removers, which protect prose.
+        paragraphs.removed(tree, &removed);
         removal.link_lists = removed.len();
         retainable.extend(removed);
     }
@@ -280,6 +310,23 @@ fn apply(tree: &mut Tree, settings: &Settings, ctx: &Context<'_>, base: &Baselin
         let removed = boilerplate::remove(tree, base.body, Some(base.main), &keep, boilerplate::Phrases::builtin());
         paragraphs.removed(tree, &removed);
         removal.boilerplate = removed.len();
+        retainable.extend(removed);
+    }
+    if settings.boilerplate {
+        let prose = &paragraphs.paragraphs().prose;
+        let protect = leftovers::Protect { main: base.main, title, prose };
+        let removed = leftovers::remove(tree, base.body, &protect, &keep, leftovers::Phrases::builtin());
+        paragraphs.removed(tree, &removed);
+        removal.boilerplate += removed.len();
+        retainable.extend(removed);
+    }
+    if let (true, Some(heading)) = (settings.link_lists, title) {
+        if tree.is_removed(heading) {
+            tree.rescue(heading);
+        }
+        let removed = headline::remove(tree, heading, base.main, &paragraphs.paragraphs().prose, &keep);
+        paragraphs.removed(tree, &removed);
+        removal.link_lists += removed.len();
         retainable.extend(removed);
     }
     if settings.empty_tables {
@@ -299,7 +346,7 @@ fn apply(tree: &mut Tree, settings: &Settings, ctx: &Context<'_>, base: &Baselin
         retained = retainer::collect(tree, &retainable, base.as_deref());
         removal.links_retained = retained.len();
     }
-    Outcome { removal, retained, titled: title.is_some() }
+    Outcome { removal, retained, title }
 }
 
 /// The elements a site rule's selectors match, in document order.

@@ -163,6 +163,31 @@ pub fn of(tree: &Tree, root: NodeId) -> Option<String> {
     declared(tree).or_else(|| detected(tree, root).map(String::from))
 }
 
+/// Languages written right to left (primary subtags), and the scripts that are: a page in one
+/// that states no direction is served with `dir="rtl"`, since browsers do not infer the
+/// direction from `lang`.
+const RTL_LANGUAGES: &[&str] = &["ar", "arc", "ckb", "dv", "fa", "he", "iw", "ji", "ks", "ku-arab", "pa-arab", "ps", "sd", "syr", "ug", "ur", "yi"];
+const RTL_SCRIPTS: &[&str] = &["arab", "hebr", "syrc", "thaa", "nkoo", "adlm", "rohg"];
+
+/// Whether `lang` (a BCP 47 tag) is written right to left: an RTL language without a
+/// left-to-right script subtag, or any language in an RTL script (`az-Arab`).
+pub fn is_rtl(lang: &str) -> bool {
+    let lower = lang.trim().to_ascii_lowercase().replace('_', "-");
+    let mut parts = lower.split('-');
+    let primary = parts.next().unwrap_or_default();
+    let script = parts.next().filter(|s| s.len() == 4);
+    match script {
+        Some(script) => RTL_SCRIPTS.contains(&script) || RTL_LANGUAGES.contains(&format!("{primary}-{script}").as_str()),
+        None => RTL_LANGUAGES.contains(&primary),
+    }
+}
+
+/// Whether the page states a direction: a `dir` on `<html>` or `<body>`.
+pub fn states_dir(tree: &Tree) -> bool {
+    let has = |id: Option<NodeId>| id.and_then(|id| tree.attr(id, "dir")).is_some_and(|d| !d.trim().is_empty());
+    has(tree.document_element()) || has(tree.body())
+}
+
 /// Up to [`SAMPLE_CHARS`] of the shown text under `root` outside links (menus and teasers are
 /// links, and often in another language than the story), in texts of [`MIN_TEXT_BYTES`] or
 /// more, joined by spaces.
@@ -345,4 +370,18 @@ mod tests {
         assert!(by_words_said * 2 >= total, "common words decide half the pages at least: {by_words_said} of {total}");
         assert!(by_words_wrong.len() * 100 <= by_words_said * 5, "common words guess wrong: {by_words_wrong:#?}");
     }
+
+    #[test]
+    fn right_to_left_languages_and_scripts() {
+        for rtl in ["he", "ar", "fa-IR", "ur", "yi", "az-Arab", "ku-Arab", "AR_eg"] {
+            assert!(is_rtl(rtl), "{rtl}");
+        }
+        for ltr in ["en", "de-DE", "hi", "", "ar-Latn", "heb", "tr"] {
+            assert!(!is_rtl(ltr), "{ltr}");
+        }
+        assert!(states_dir(&Tree::parse("<html dir=ltr><body>x")));
+        assert!(states_dir(&Tree::parse("<html><body dir=rtl>x")));
+        assert!(!states_dir(&Tree::parse("<html lang=he><body>x")));
+    }
+
 }

@@ -16,6 +16,8 @@
 //! | [`landmarks`] | regions the page declares not content: site header and footer, sidebars, dialogs |
 //! | [`boilerplate`] | lines that say what they are, in many languages: "Advertisement", "Comments", newsletter and cookie prompts, "You may also like" and its list |
 //! | [`linklist`] | blocks whose links outnumber their non-link text (navigation, link farms, teaser grids) |
+//! | [`leftovers`] | dialogs, modals, tooltips, fixed overlays, and short blocks holding a consent, session or newsletter phrase (`filters/leftovers.txt`) |
+//! | [`headline`] | the site's menus, search and account strips left before the title heading |
 //! | [`empty`] | tables and layout blocks left without substance by the others |
 //! | [`retainer`] | the links the removers took out, listed at the end of the page |
 //!
@@ -42,6 +44,8 @@ pub mod ads;
 pub mod boilerplate;
 pub mod declutter;
 pub mod empty;
+pub mod headline;
+pub mod leftovers;
 pub mod landmarks;
 pub mod linklist;
 pub mod retainer;
@@ -56,6 +60,8 @@ pub mod link_ratio;
 pub mod pith;
 pub mod site_redundancy;
 pub mod hidden;
+pub mod kind;
+pub mod unsure;
 pub mod lang;
 pub mod meta;
 pub mod presets;

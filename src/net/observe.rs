@@ -301,6 +301,14 @@ pub fn image_counts() -> (u64, u64) {
     (IMAGE_WAITS.load(Ordering::Relaxed), IMAGE_PLACEHOLDERS.load(Ordering::Relaxed))
 }
 
+/// Reading pages served with a note that reading mode is unsure of them
+/// ([`crate::extract::unsure`]), for every proxy in this process (counted where the page is
+/// rewritten, as [`rewrite_time`] is).
+pub fn unsure_pages() -> &'static AtomicU64 {
+    static UNSURE: AtomicU64 = AtomicU64::new(0);
+    &UNSURE
+}
+
 /// The counts of one running proxy; it outlives reloads.
 pub struct Tally {
     epoch: Instant,

@@ -189,6 +189,30 @@ fn stated<'t>(tree: &'t Tree, id: NodeId, name: &str) -> Option<&'t str> {
     tree.attr(id, name).map(str::trim).filter(|t| !t.is_empty())
 }
 
+/// Whether `node` says it is a heading (`role="heading"`, on an element that is not one) with
+/// no `aria-level` from 1 to 6.
+pub fn heading_without_level(tree: &Tree, node: NodeId) -> bool {
+    let heading = tree.attr(node, "role").is_some_and(|r| r.split_ascii_whitespace().next().is_some_and(|r| r.eq_ignore_ascii_case("heading")));
+    heading
+        && !matches!(tree.tag(node), Some("h1" | "h2" | "h3" | "h4" | "h5" | "h6"))
+        && !tree.attr(node, "aria-level").and_then(|l| l.trim().parse::<u8>().ok()).is_some_and(|l| (1..=6).contains(&l))
+}
+
+/// Whether an image's `alt` says what the caption of its `<figure>` says (the same words, or
+/// the caption holds them all): a screen reader would read them twice, so the image is then
+/// written with an empty `alt`, and the caption is read once.
+pub fn caption_repeats_alt(tree: &Tree, img: NodeId, alt: &str) -> bool {
+    let fold = |s: &str| s.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect::<Vec<_>>().join(" ");
+    let alt = fold(alt);
+    if alt.is_empty() {
+        return false;
+    }
+    let Some(figure) = tree.ancestors(img).take(4).find(|&a| tree.tag(a) == Some("figure")) else { return false };
+    let Some(caption) = tree.descendants(figure).find(|&d| tree.tag(d) == Some("figcaption") && !tree.is_removed(d)) else { return false };
+    let caption = fold(&crate::render::text::render_node(tree, caption));
+    !caption.is_empty() && (caption == alt || format!(" {caption} ").contains(&format!(" {alt} ")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -41,19 +41,36 @@ pub struct Dress<'a> {
     pub head: &'a str,
     /// The language given to an `<html>` without a `lang` (or with an empty one).
     pub lang: Option<&'a str>,
+    /// The direction given to an `<html>` without a `dir` (a right-to-left page that states
+    /// none: [`crate::extract::lang::is_rtl`]).
+    pub dir: Option<&'a str>,
     /// Markup written right after the `<body>` start tag (a title heading the page lacks).
     pub body: &'a str,
     /// A `<title>` for a page without one, written after `head`.
     pub title: Option<&'a str>,
     /// What images become ([`images`]); `None` or `keep`: as the page wrote them.
     pub images: Option<&'a Images>,
+    /// The page's title heading: written as the page's one `<h1>` whatever its level, and every
+    /// other `<h1>` as an `<h2>`.
+    pub h1: Option<NodeId>,
+}
+
+impl Dress<'_> {
+    /// The name `node` (named `name` so far) is written under: see [`Dress::h1`].
+    fn heading_name<'n>(&self, node: NodeId, e: &Element, name: &'n str) -> &'n str {
+        match self.h1 {
+            Some(h) if h == node => "h1",
+            Some(_) if e.name == local_name!("h1") => "h2",
+            _ => name,
+        }
+    }
 }
 
 /// The phone viewport and stylesheet of the declutter page (about 700 bytes): a readable
 /// measure and line height in system fonts; media, frames and tables never wider than the
 /// screen (an image keeps its `width`/`height` for its shape, `height:auto` scales it; a wide
 /// table or displayed equation scrolls inside itself); long words break; dark colours when the
-/// device asks.
+/// device asks; pith's bar's targets ([`super::bar_style`]).
 pub const PHONE_HEAD: &str = concat!(
     "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">",
     "<style>",
@@ -65,6 +82,7 @@ pub const PHONE_HEAD: &str = concat!(
     "table{display:block;overflow-x:auto;border-collapse:collapse}",
     "pre{overflow-x:auto;white-space:pre-wrap}math[display=block]{overflow-x:auto}",
     "@media (prefers-color-scheme:dark){body{background:#17171a;color:#e8e8ea}a{color:#8ab4f8}a:visited{color:#c58af9}}",
+    super::bar_style!(),
     "</style>"
 );
 
@@ -110,7 +128,7 @@ fn write(tree: &Tree, id: NodeId, dress: Option<&Dress<'_>>, out: &mut String) {
                     let mut name: &str = &e.name;
                     if let Some(dress) = dress.filter(|_| e.ns == Ns::Html) {
                         lists.open(tree, node, out);
-                        name = lists.name(tree, node, e);
+                        name = dress.heading_name(node, e, lists.name(tree, node, e));
                         if dressed(tree, node, e, name, dress, out) {
                             continue;
                         }
@@ -133,7 +151,10 @@ fn write(tree: &Tree, id: NodeId, dress: Option<&Dress<'_>>, out: &mut String) {
                             out.push_str("-->");
                         }
                         out.push_str("</");
-                        out.push_str(if dress.is_some() && e.ns == Ns::Html { lists.name(tree, node, e) } else { &e.name });
+                        out.push_str(match dress.filter(|_| e.ns == Ns::Html) {
+                            Some(dress) => dress.heading_name(node, e, lists.name(tree, node, e)),
+                            None => &e.name,
+                        });
                         out.push('>');
                     }
                 }
@@ -262,13 +283,19 @@ fn dressed(tree: &Tree, node: NodeId, e: &Element, name: &str, dress: &Dress<'_>
         }
         local_name!("html") => {
             let unnamed = tree.attr(node, "lang").is_none_or(|l| l.trim().is_empty());
-            match dress.lang.filter(|_| unnamed) {
-                Some(lang) => {
-                    write_start_tag_with(tree, node, e, &[("lang", lang)], out);
-                    true
-                }
-                None => false,
+            let undirected = tree.attr(node, "dir").is_none_or(|d| d.trim().is_empty());
+            let mut set = Vec::with_capacity(2);
+            if let Some(lang) = dress.lang.filter(|_| unnamed) {
+                set.push(("lang", lang));
             }
+            if let Some(dir) = dress.dir.filter(|_| undirected) {
+                set.push(("dir", dir));
+            }
+            if set.is_empty() {
+                return false;
+            }
+            write_start_tag_with(tree, node, e, &set, out);
+            true
         }
         local_name!("img") if dress.images.is_some_and(|i| i.policy != Policy::Keep) => {
             if let Some(settings) = dress.images {
@@ -363,13 +390,14 @@ pub(crate) fn thumbnail(tree: &Tree, img: NodeId, settings: Option<&Images>, out
 /// be gone.
 fn mended(tree: &Tree, node: NodeId, e: &Element, name: &str, out: &mut String) -> bool {
     let named: Option<String>;
-    let mut set: [(&str, &str); 2] = [("", ""); 2];
+    let mut set: [(&str, &str); 3] = [("", ""); 3];
     let mut n = 0;
     match e.name {
         local_name!("img") => {
             let alt = tree.attr(node, "alt");
             named = alt.is_none_or(|a| a.trim().is_empty()).then(|| access::image_in_link(tree, node)).flatten();
-            if let Some(alt) = named.as_deref().or_else(|| alt.is_none().then(|| tree.attr(node, "title").map_or("", str::trim))) {
+            let repeated = alt.is_some_and(|a| access::caption_repeats_alt(tree, node, a)).then_some("");
+            if let Some(alt) = repeated.or(named.as_deref()).or_else(|| alt.is_none().then(|| tree.attr(node, "title").map_or("", str::trim))) {
                 set[n] = ("alt", alt);
                 n += 1;
             }
@@ -387,6 +415,12 @@ fn mended(tree: &Tree, node: NodeId, e: &Element, name: &str, out: &mut String) 
                 n += 1;
             }
         }
+    }
+    if access::heading_without_level(tree, node) {
+        // ARIA gives a heading no level of its own: a screen reader's list of headings then
+        // shows it at none. The level of a section heading.
+        set[n] = ("aria-level", "2");
+        n += 1;
     }
     if tree.is_aria_hidden(node) && access::reaches_keyboard(tree, node) {
         set[n] = ("aria-hidden", "false");
@@ -567,7 +601,7 @@ mod tests {
     #[test]
     fn a_dressed_page_gets_its_head_markup_and_lang_and_loses_its_viewport() {
         let tree = Tree::parse("<html><head><meta name=Viewport content=\"user-scalable=no\"><title>t</title></head><body><p>x</p></body></html>");
-        let dress = Dress { head: "<meta name=\"viewport\" content=\"width=device-width\">", lang: Some("de"), body: "<h1>T</h1>", title: None, images: None };
+        let dress = Dress { head: "<meta name=\"viewport\" content=\"width=device-width\">", lang: Some("de"), dir: None, body: "<h1>T</h1>", title: None, images: None, h1: None };
         assert_eq!(
             render_dressed(&tree, &dress),
             "<html lang=\"de\"><head><meta name=\"viewport\" content=\"width=device-width\"><title>t</title></head><body><h1>T</h1><p>x</p></body></html>"
@@ -577,6 +611,20 @@ mod tests {
         assert!(render_dressed(&tree, &dress).starts_with("<html lang=\"fr\">"));
         let tree = Tree::parse("<html lang=\" \" data-x=1><body>x</body></html>");
         assert!(render_dressed(&tree, &dress).starts_with("<html data-x=\"1\" lang=\"de\">"));
+        // A heading role without a level gets one; a caption repeating the alt is read once.
+        let tree = Tree::parse("<body><div role=heading>Part</div><div role=heading aria-level=3>Sub</div><figure><img src=a.jpg alt='The harbour'><figcaption>The harbour.</figcaption></figure></body>");
+        let page = render_dressed(&tree, &Dress::default());
+        assert!(page.contains("<div role=\"heading\" aria-level=\"2\">Part</div><div role=\"heading\" aria-level=\"3\">Sub</div>"), "{page}");
+        assert!(page.contains("<img src=\"a.jpg\" alt=\"\">"), "{page}");
+        // The title heading is the one h1; another h1 is an h2.
+        let tree = Tree::parse("<body><h1>Site</h1><h2 id=t>Story</h2><h1>Also</h1></body>");
+        let t = tree.descendants(tree.root()).find(|&n| tree.attr(n, "id") == Some("t"));
+        let page = render_dressed(&tree, &Dress { h1: t, ..Dress::default() });
+        assert!(page.contains("<h2>Site</h2><h1 id=\"t\">Story</h1><h2>Also</h2>"), "{page}");
+        // A direction where the page states none; the page's own stays.
+        let rtl = Dress { lang: Some("he"), dir: Some("rtl"), ..Dress::default() };
+        assert!(render_dressed(&Tree::parse("<html><body>x</body></html>"), &rtl).starts_with("<html lang=\"he\" dir=\"rtl\">"));
+        assert!(render_dressed(&Tree::parse("<html lang=he dir=ltr><body>x</body></html>"), &rtl).starts_with("<html lang=\"he\" dir=\"ltr\">"));
     }
 
     use super::*;

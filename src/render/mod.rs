@@ -10,6 +10,16 @@
 //! pathologically deep page costs memory, never the thread's stack. Choosing what to remove
 //! belongs to [`crate::extract`] and its callers.
 
+/// The rules for pith's bar (`nav` named "pith", put atop a page by the proxy), in the
+/// declutter and reading stylesheets: each link a target of at least 24×24 CSS px (WCAG 2.2),
+/// a line drawn between two rather than a separator read aloud, the skip link first.
+macro_rules! bar_style {
+    () => {
+        "nav[aria-label=pith] a{display:inline-block;min-width:24px;min-height:24px;padding:4px 8px}nav[aria-label=pith] a+a{border-inline-start:1px solid}"
+    };
+}
+pub(crate) use bar_style;
+
 pub(crate) mod access;
 pub mod heard;
 pub mod html;

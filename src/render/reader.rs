@@ -22,6 +22,7 @@
 //! What is content is the extractor's decision ([`crate::extract::algorithm`]); the metadata
 //! comes from [`crate::extract::meta`]. This module only renders.
 
+mod about;
 mod content;
 
 use url::Url;
@@ -29,6 +30,7 @@ use url::Url;
 use crate::dom::{Edge, NodeId, Tree};
 use crate::extract::meta::Meta;
 
+pub use about::{insert_about, kind_line, About};
 use content::Content;
 use crate::images::Images;
 
@@ -65,8 +67,9 @@ const STYLE: &str = concat!(
     "img,video{max-width:100%;height:auto}figure{margin:1.5rem 0}figcaption{color:var(--muted);font-size:.9rem}",
     "pre{overflow-x:auto;padding:.75rem;border:1px solid var(--rule)}code,pre{font-size:.9em}math[display=block]{overflow-x:auto}",
     "blockquote{margin:1rem 0;padding-left:1rem;border-left:3px solid var(--rule)}",
-    "table{border-collapse:collapse;display:block;overflow-x:auto}th,td{border:1px solid var(--rule);padding:.25rem .5rem}",
-    "[role=note]{border:1px solid var(--rule);padding:.5rem .75rem}"
+    "table{border-collapse:collapse;display:block;overflow-x:auto;max-width:100%}th,td{border:1px solid var(--rule);padding:.25rem .5rem}",
+    "[role=note]{border:1px solid var(--rule);padding:.5rem .75rem}",
+    super::bar_style!()
 );
 
 /// The reading page of `tree`'s kept body. Never fails: a page without content gets an empty

@@ -17,19 +17,40 @@
 //   - width: the document's scroll width at 412 px (wider means sideways scrolling on a phone);
 //   - lang: the <html lang> attribute;
 //   - axe: the violations axe-core finds (rule id and impact), light colour scheme, 412 px;
-//   - headingSkips: headings that go down more than one level (h1 straight to h3).
+//   - headingSkips: headings that go down more than one level (h1 straight to h3);
+//   - headlineY: how far down the page (CSS px at 412 px, from the document's top) the heading
+//     carrying the title starts; null when no heading carries it;
+//   - leftovers: what a reader did not come for, still shown: visible elements with
+//     role="dialog"/"alertdialog" or aria-modal="true", and the phrases of filters/leftovers.txt
+//     (consent and cookie-banner notices, session-timeout and newsletter prompts; never the
+//     bare word "cookie") found in the page's visible text;
+//   - sr: a screen reader's path through the page: the nodes of Chromium's accessibility tree
+//     (the full tree without the nodes Chromium marks ignored, the `interestingOnly` snapshot,
+//     in reading order) that have a name and one of the roles link, heading, button, a form
+//     control, image, figure or text; a link or button counts once, with its text. pith's bar
+//     (the navigation named "pith") is counted apart (sr.bar). sr.beforeHeadline: the items
+//     met before the heading carrying the title (null when none does); sr.beforeParagraph:
+//     the items before the first text of 80 characters or more (a paragraph's sentence);
+//   - bar: pith's bar: its items (sr.bar) and its links smaller than 24×24 CSS px (WCAG 2.2
+//     target size).
+// The "original" profile is the page straight from the origin, scripts on (requests to other
+// hosts aborted), for comparison; it is given with --original.
 // A screenshot of the first screen at each width goes to OUT/shots/ when --shots is given.
 //
 // Usage: node check.mjs --pages DIR[,DIR...] --proxy PROFILE=HOST:PORT[,...] --out DIR
 //                       [--sample N] [--shots] [--chromium PATH] [--gate FILE]
-//   --sample N   the first N pages of each folder in name order (default: all)
+//   --sample N   the first N pages of each folder in name order (default: all; a folder named
+//                wcxb, a sample scripts/browser.sh chose, is taken whole)
+//   --spread N   N pages of each folder spread evenly over it in name order (instead of --sample)
+//   --original   audit the original pages too (profile "original")
 //   --gate FILE  a JSON file of ceilings per profile, e.g. {"reader": {"noTitle": 0}}; the
 //                script exits 1 when a count in the summary is over its ceiling.
 
 import { chromium } from 'playwright-core';
 import { createServer } from 'node:http';
 import { readFileSync, readdirSync, mkdirSync, writeFileSync, appendFileSync, existsSync } from 'node:fs';
-import { join, basename } from 'node:path';
+import { join, basename, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
@@ -37,9 +58,30 @@ const AXE_SOURCE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 const PHONE = { width: 412, height: 915 };
 const DESKTOP = { width: 1280, height: 800 };
 const PAGE_TIMEOUT_MS = 30_000;
+// The first screen at phone size: a headline below it is one the reader scrolls to.
+const FIRST_SCREEN_PX = 600;
+// A screen reader's "next item" reaches the headline within this many items after pith's bar.
+const SR_NEAR = 4;
+// A text this long (characters) is a paragraph's sentence, not a label.
+const PARAGRAPH_CHARS = 80;
+
+// filters/leftovers.txt: `kind lang: phrase | phrase`, phrases folded.
+function leftoverPhrases() {
+  const file = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'filters', 'leftovers.txt');
+  const phrases = [];
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    const t = line.trim();
+    if (!t || t.startsWith('#')) continue;
+    const colon = t.indexOf(':');
+    if (colon < 0) continue;
+    for (const p of t.slice(colon + 1).split('|')) if (p.trim()) phrases.push(p.trim());
+  }
+  return phrases;
+}
+const LEFTOVER_PHRASES = leftoverPhrases();
 
 function parseArgs(argv) {
-  const args = { sample: 0, shots: false, chromium: '/usr/bin/chromium', gate: null };
+  const args = { sample: 0, spread: 0, original: false, shots: false, chromium: '/usr/bin/chromium', gate: null };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const next = () => {
@@ -50,6 +92,8 @@ function parseArgs(argv) {
     else if (a === '--proxy') args.proxies = next().split(',').map((p) => p.split('='));
     else if (a === '--out') args.out = next();
     else if (a === '--sample') args.sample = Number(next());
+    else if (a === '--spread') args.spread = Number(next());
+    else if (a === '--original') args.original = true;
     else if (a === '--shots') args.shots = true;
     else if (a === '--chromium') args.chromium = next();
     else if (a === '--gate') args.gate = next();
@@ -172,7 +216,7 @@ async function audit(page) {
 }
 
 async function facts(page) {
-  return page.evaluate(() => {
+  return page.evaluate((phrases) => {
     const headings = [...document.querySelectorAll('h1,h2,h3,h4,h5,h6')].filter((h) => h.textContent.trim());
     let skips = 0;
     let last = 0;
@@ -187,8 +231,81 @@ async function facts(page) {
       width: Math.max(document.documentElement.scrollWidth, document.body ? document.body.scrollWidth : 0),
       lang: document.documentElement.getAttribute('lang') || '',
       headingSkips: skips,
+      headingTops: headings.map((h) => {
+        const r = h.getBoundingClientRect();
+        return r.width > 0 || r.height > 0 ? Math.round(r.top + window.scrollY) : null;
+      }),
+      leftovers: leftoversOf(phrases),
+      barSmall: [...document.querySelectorAll('nav[aria-label="pith"] a')].filter((a) => {
+        const r = a.getBoundingClientRect();
+        return r.width < 24 || r.height < 24;
+      }).length,
     };
-  });
+
+    // Visible dialogs and leftover phrases (see the header).
+    function leftoversOf(phrases) {
+      const found = [];
+      const visible = (e) => {
+        const st = getComputedStyle(e);
+        if (st.visibility === 'hidden' || st.display === 'none' || Number(st.opacity) === 0) return false;
+        const r = e.getBoundingClientRect();
+        return r.width > 1 && r.height > 1;
+      };
+      for (const e of document.querySelectorAll('[role="dialog" i],[role="alertdialog" i],[aria-modal="true" i],dialog[open]')) {
+        if (visible(e)) found.push(`dialog: ${(e.innerText || '').trim().replace(/\s+/g, ' ').slice(0, 60)}`);
+      }
+      const fold = (s) => ' ' + s.toLowerCase().normalize('NFKC').replace(/[^\p{L}\p{N}]+/gu, ' ').trim() + ' ';
+      const text = fold(document.body ? document.body.innerText : '');
+      const cjk = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/u;
+      for (const p of phrases) {
+        if (text.includes(cjk.test(p) ? p : ` ${p} `)) found.push(`phrase: ${p}`);
+      }
+      return found;
+    }
+  }, LEFTOVER_PHRASES);
+}
+
+// A screen reader's path (see "sr" in the header), from Chromium's accessibility tree.
+const SR_ROLES = new Set([
+  'link', 'heading', 'button', 'image', 'img', 'figure', 'StaticText', 'text',
+  'textbox', 'searchbox', 'checkbox', 'radio', 'combobox', 'listbox', 'ListBox', 'slider', 'spinbutton', 'switch',
+  'menuitemcheckbox', 'menuitemradio', 'PopUpButton', 'ToggleButton',
+]);
+async function readerPath(page, headline, titles) {
+  const cdp = await page.context().newCDPSession(page);
+  try {
+    const { nodes } = await cdp.send('Accessibility.getFullAXTree');
+    const byId = new Map(nodes.map((n) => [n.nodeId, n]));
+    const root = nodes.find((n) => !n.parentId) ?? nodes[0];
+    const items = [];
+    const bar = [];
+    const walk = (n, inBar) => {
+      if (!n) return;
+      const role = n.role?.value ?? '';
+      const name = String(n.name?.value ?? '').trim().replace(/\s+/g, ' ');
+      if (!n.ignored && role === 'navigation' && name === 'pith') inBar = true;
+      if (!n.ignored && name && SR_ROLES.has(role)) {
+        (inBar ? bar : items).push({ role, name });
+        if (role === 'link' || role === 'button' || role === 'heading' || role === 'PopUpButton' || role === 'ToggleButton') return;
+      }
+      for (const c of n.childIds ?? []) walk(byId.get(c), inBar);
+    };
+    walk(root, false);
+    // Text inside a link, button or heading was read with it: StaticText under those was cut.
+    const isHeadline = (it) => it.role === 'heading' && ((headline && (normalise(it.name) === headline || (headline.length >= 12 && normalise(it.name).includes(headline)))) || carriesTitle(it.name, titles));
+    const h = items.findIndex(isHeadline);
+    const p = items.findIndex((it) => (it.role === 'StaticText' || it.role === 'text') && it.name.length >= PARAGRAPH_CHARS);
+    return { items: items.length, beforeHeadline: h < 0 ? null : h, beforeParagraph: p < 0 ? null : p, bar: bar.length, barNames: bar.map((b) => b.name) };
+  } finally {
+    await cdp.detach().catch(() => {});
+  }
+}
+
+function median(xs) {
+  const v = xs.filter((x) => x !== null && x !== undefined).sort((a, b) => a - b);
+  if (v.length === 0) return null;
+  const m = Math.floor(v.length / 2);
+  return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
 async function main() {
@@ -202,7 +319,14 @@ async function main() {
   const pages = [];
   for (const dir of args.pages) {
     let names = readdirSync(dir).filter((n) => n.endsWith('.html')).sort();
-    if (args.sample > 0) names = names.slice(0, args.sample);
+    // The wcxb folder scripts/browser.sh unpacks is a chosen sample already.
+    if (basename(dir) === 'wcxb') {
+      /* every page */
+    } else if (args.sample > 0) names = names.slice(0, args.sample);
+    else if (args.spread > 0 && names.length > args.spread) {
+      const all = names;
+      names = Array.from({ length: args.spread }, (_, i) => all[Math.floor((i * all.length) / args.spread)]);
+    }
     for (const name of names) pages.push({ set: basename(dir), name, path: join(dir, name) });
   }
   const summary = {};
@@ -228,14 +352,23 @@ async function main() {
       }
     }
     await direct.close();
-    for (const [profile, proxy] of args.proxies) {
-      const s = (summary[profile] = { pages: 0, failed: 0, noTitle: 0, noH1: 0, wide: 0, noLang: 0, headingSkips: 0, seriousAxe: 0, violations: {} });
+    const runs = args.original ? [['original', null], ...args.proxies] : args.proxies;
+    for (const [profile, proxy] of runs) {
+      const s = (summary[profile] = {
+        pages: 0, failed: 0, noTitle: 0, noH1: 0, notOneH1: 0, wide: 0, noLang: 0, headingSkips: 0, seriousAxe: 0,
+        headlineBelow: 0, headlineMissing: 0, leftovers: 0, srFar: 0, srHeadlineMedian: null, srParagraphMedian: null,
+        barItemsMax: 0, barSmall: 0, violations: {}, leftoverKinds: {},
+      });
+      const srHeadline = [];
+      const srParagraph = [];
       for (const contextOpts of [{ viewport: PHONE, phone: true }]) {
-        const context = await browser.newContext({ viewport: contextOpts.viewport, proxy: { server: `http://${proxy}` }, colorScheme: 'light' });
+        const context = await browser.newContext({ viewport: contextOpts.viewport, ...(proxy ? { proxy: { server: `http://${proxy}` } } : {}), colorScheme: 'light' });
         // Only the loopback origin is reached; every other host is aborted at the browser.
         await context.route('**/*', (route) => {
           const url = new URL(route.request().url());
-          return url.host === originHost ? route.continue() : route.abort();
+          if (url.host !== originHost) return route.abort();
+          const path = proxy ? undefined : files.get(url.pathname);
+          return path ? route.fulfill({ status: 200, ...originalResponse(path) }) : route.continue();
         });
         const page = await context.newPage();
         page.setDefaultTimeout(PAGE_TIMEOUT_MS);
@@ -255,6 +388,11 @@ async function main() {
             record.width = f.width;
             record.lang = f.lang;
             record.headingSkips = f.headingSkips;
+            const carrying = shown.findIndex((h) => (p.headline && (h === p.headline || (p.headline.length >= 12 && h.includes(p.headline)))) || carriesTitle(h, p.titles));
+            record.headlineY = carrying < 0 ? null : f.headingTops[carrying];
+            record.leftovers = f.leftovers;
+            record.sr = await readerPath(page, p.headline, p.titles);
+            record.barSmall = f.barSmall;
             record.axe = await audit(page);
             if (args.shots) {
               const stem = `${profile}-${p.set}-${p.name.replace(/\.html$/, '')}`;
@@ -266,6 +404,23 @@ async function main() {
             s.pages++;
             if (record.title === false) s.noTitle++;
             if (record.h1 === 0) s.noH1++;
+            if (record.h1 !== 1) s.notOneH1++;
+            if (record.title !== null) {
+              if (record.headlineY === null) s.headlineMissing++;
+              else if (record.headlineY > FIRST_SCREEN_PX) s.headlineBelow++;
+            }
+            if (record.leftovers.length) s.leftovers++;
+            for (const l of record.leftovers) {
+              const k = l.startsWith('dialog') ? 'dialog' : l;
+              s.leftoverKinds[k] = (s.leftoverKinds[k] ?? 0) + 1;
+            }
+            if (record.title !== null) {
+              if (record.sr.beforeHeadline === null || record.sr.beforeHeadline > SR_NEAR) s.srFar++;
+              srHeadline.push(record.sr.beforeHeadline);
+            }
+            srParagraph.push(record.sr.beforeParagraph);
+            s.barItemsMax = Math.max(s.barItemsMax, record.sr.bar);
+            if (record.barSmall > 0) s.barSmall++;
             if (record.width > PHONE.width) s.wide++;
             if (!record.lang) s.noLang++;
             if (record.headingSkips > 0) s.headingSkips++;
@@ -280,6 +435,8 @@ async function main() {
         }
         await context.close();
       }
+      s.srHeadlineMedian = median(srHeadline);
+      s.srParagraphMedian = median(srParagraph);
     }
   } finally {
     await browser.close();
@@ -295,6 +452,15 @@ async function main() {
     ['no lang', 'noLang'],
     ['a heading skips a level', 'headingSkips'],
     ['critical or serious axe violation', 'seriousAxe'],
+    ['not exactly one <h1>', 'notOneH1'],
+    [`headline below ${FIRST_SCREEN_PX} px`, 'headlineBelow'],
+    ['headline not found as a heading', 'headlineMissing'],
+    ['a leftover (dialog or phrase)', 'leftovers'],
+    [`screen reader: headline not within ${SR_NEAR} items`, 'srFar'],
+    ['screen reader: items before the headline (median)', 'srHeadlineMedian'],
+    ['screen reader: items before the first paragraph (median)', 'srParagraphMedian'],
+    ["pith's bar: most items", 'barItemsMax'],
+    ["pith's bar: a link under 24×24 px", 'barSmall'],
   ];
   const profiles = Object.keys(summary);
   console.log(`| pages: ${pages.length} | ${profiles.join(' | ')} |`);
@@ -303,6 +469,8 @@ async function main() {
   for (const p of profiles) {
     const top = Object.entries(summary[p].violations).sort((a, b) => b[1] - a[1]).slice(0, 8);
     console.log(`${p}: axe rules by pages: ${top.map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}`);
+    const lo = Object.entries(summary[p].leftoverKinds).sort((a, b) => b[1] - a[1]).slice(0, 8);
+    console.log(`${p}: leftovers by pages: ${lo.map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}`);
   }
   if (args.gate) {
     const gate = JSON.parse(readFileSync(args.gate, 'utf8'));
@@ -310,6 +478,7 @@ async function main() {
     for (const [profile, ceilings] of Object.entries(gate)) {
       for (const [key, max] of Object.entries(ceilings)) {
         const got = summary[profile]?.[key];
+        if (got === null) continue;
         if (got === undefined) {
           console.log(`gate: no ${key} for profile ${profile}`);
           over++;

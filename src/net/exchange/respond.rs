@@ -160,7 +160,9 @@ pub async fn respond_outcome(state: &State, ex: &Exchange<'_>, resp: Response<In
 pub async fn rewrite(state: &State, ex: &Exchange<'_>, headers: &mut HeaderMap, decoded: Vec<u8>, bar: Option<String>) -> Result<Vec<u8>, ProxyError> {
     let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
     let coding = codec::choose_encoding(ex.accept_encoding.as_ref().and_then(|v| v.to_str().ok()));
-    let (page, body) = transform(ex.profile, decoded, content_type, coding, (ex.host, ex.url), bar).await?;
+    // A reading page unsure of its content links to the page de-cluttered, as the bar does.
+    let linked = bar.as_ref().and_then(|_| crate::net::own::control::declutter_link(&state.control, &state.config.control, ex.profile, ex.url)).map(|link| ex.profile.clone().with_declutter_link(link));
+    let (page, body) = transform(linked.as_ref().unwrap_or(ex.profile), decoded, content_type, coding, (ex.host, ex.url), bar).await?;
     rewrite_headers(headers, &page, coding, body.len(), ex.profile, state);
     Ok(body)
 }
@@ -370,6 +372,9 @@ async fn transform(profile: &Profile, doc: Vec<u8>, content_type: Option<String>
         let started = std::time::Instant::now();
         let mut page = process(profile, &doc, content_type.as_deref(), url).map_err(|source| ProxyError::Rewrite { host, source })?;
         crate::net::observe::rewrite_time().observe(started.elapsed());
+        if page.reading.as_ref().is_some_and(|r| r.unsure) {
+            crate::net::observe::unsure_pages().fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         if let Some(bar) = bar.as_deref().filter(|_| page.content_type.starts_with("text/html")) {
             // The listener's last pass (charset, HTML 3.2) made the page; it makes the bar too.
             let bar = profile.adapt.as_ref().map_or_else(|| bar.as_bytes().to_vec(), |adapt| adapt.fragment(bar));

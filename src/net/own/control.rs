@@ -330,26 +330,50 @@ pub fn bar(control: &Control, cfg: &ControlConfig, profile: &Profile, url: &str)
         links.push((pass.name.clone(), "original"));
     }
     if profile.reader.is_some() {
-        if let Some(plain) = cfg.offered.iter().find(|p| p.reader.is_none() && !p.is_pass() && p.output == crate::profile::Output::Html) {
+        if let Some(plain) = declutter_profile(cfg) {
             links.push((plain.name.clone(), "de-cluttered"));
         }
     } else if let Some(reader) = cfg.offered.iter().find(|p| p.reader.is_some()) {
         links.push((reader.name.clone(), "reading mode"));
     }
-    // No style of its own: the page's (or pith's reading stylesheet) sets it as the text below.
-    let mut html = String::from("<nav aria-label=\"pith\">pith: ");
+    // The page's font and colours, as the text below; English and left to right whatever the
+    // page is. Four items for a screen reader: a skip link past the bar and the three links.
+    // The declutter and reading stylesheets make each link a target of at least 24×24 CSS px
+    // (WCAG 2.2) and draw the line between two, rather than a word read aloud
+    // (`crate::render::bar_style!`).
+    let mut html = String::from("<nav aria-label=\"pith\" lang=\"en\" dir=\"ltr\">");
+    // Spaces between the links, for a page without pith's stylesheet (a stage-1 page).
+    html.push_str("<a href=\"#pith-content\">pith: skip to content</a> ");
     for (name, label) in links {
         let sig = control.once_signature(url, &name);
-        html.push_str(&format!("<a href=\"http://pith/once?profile={}&amp;url={encoded}&amp;sig={sig}\">{label}</a> · ", own::escape(&name)));
+        html.push_str(&format!("<a href=\"http://pith/once?profile={}&amp;url={encoded}&amp;sig={sig}\">{label}</a> ", own::escape(&name)));
     }
     html.push_str("<a href=\"http://pith/\">settings</a>");
     // A plain-HTTP client of a listener that fetches HTTPS for it: the page came over TLS, but
     // the last hop did not, and no padlock will say so.
     if profile.adapt.as_ref().is_some_and(|a| matches!(a.links, crate::html::adapt::Links::Downgrade { .. })) {
-        html.push_str(" · unencrypted between this device and pith");
+        html.push_str(" <span>unencrypted between this device and pith</span>");
     }
-    html.push_str("</nav>");
+    html.push_str("</nav><span id=\"pith-content\" tabindex=\"-1\"></span>");
     Some(html)
+}
+
+/// The profile the bar offers for "de-cluttered" on a reading page.
+fn declutter_profile(cfg: &ControlConfig) -> Option<&Arc<Profile>> {
+    cfg.offered.iter().find(|p| p.reader.is_none() && !p.is_pass() && p.output == crate::profile::Output::Html)
+}
+
+/// The bar's signed one-shot link serving `url` de-cluttered, for a reading page in `profile`
+/// that is unsure of its content ([`crate::extract::unsure`]); `None` where the bar has none.
+pub fn declutter_link(control: &Control, cfg: &ControlConfig, profile: &Profile, url: &str) -> Option<String> {
+    if !cfg.choices || !profile.bar || profile.reader.is_none() || url.len() > MAX_URL {
+        return None;
+    }
+    let plain = declutter_profile(cfg)?;
+    let encoded: String = url::form_urlencoded::byte_serialize(url.as_bytes()).collect();
+    let sig = control.once_signature(url, &plain.name);
+    let name: String = url::form_urlencoded::byte_serialize(plain.name.as_bytes()).collect();
+    Some(format!("http://pith/once?profile={name}&url={encoded}&sig={sig}"))
 }
 
 /// Puts `bar` right after the page's `<body>` tag (or its `</head>`); a page with neither is

@@ -417,6 +417,8 @@ impl<'t> Content<'t> {
         let alt = tree.attr(node, "alt").unwrap_or("").trim();
         let named = if alt.is_empty() { crate::render::access::image_in_link(tree, node) } else { None };
         let alt = named.as_deref().unwrap_or(alt);
+        // Read once: by the caption when it says what the alt text says.
+        let alt = if crate::render::access::caption_repeats_alt(tree, node, alt) && self.images.policy != Policy::Placeholder { "" } else { alt };
         if self.images.policy == Policy::Placeholder {
             let label = if alt.is_empty() { "image" } else { alt };
             let in_link = tree.ancestors(node).any(|a| tree.tag(a) == Some("a"));
