@@ -346,7 +346,7 @@ fn parsed(profile: &Profile, utf8: &str, output: Output, page_url: Option<&str>)
             return Ok(Transformed { body, form: ServedForm::TooDeep { asked: output }, stats, removal: None, reading: None });
         }
         (false, Some(reader), stage2) => {
-            let (body, removal, reading) = reading_page(tree, source, (reader, profile.declutter_link.as_deref()), stage2.as_deref(), output, (page_url, profile.bar));
+            let (body, removal, reading) = reading_page(tree, source, (reader, profile.declutter_link.as_deref()), stage2.as_deref(), output, (page_url, profile.bar_original));
             (body, removal, Some(reading))
         }
         (false, None, Some(stage2)) => {
@@ -430,7 +430,7 @@ fn reading_page(
         Output::Text => crate::render::reader::render_text(&mut tree, &meta),
         Output::Content => crate::render::reader::render_content(&tree),
         Output::Html => {
-            // One link to the original: the bar's ("original") when the profile has the bar,
+            // One link to the original: the bar's ("original") when the proxy's bar has one,
             // else the header's.
             let original = original.filter(|_| !bar);
             let page = crate::render::reader::Page { meta: &meta, base: base.as_deref(), original, images: stage2.map(|s| s.images).unwrap_or_default() };
@@ -740,6 +740,20 @@ mod tests {
         let (html, _) = read(&reader(Output::Html, Algorithm::Pith), &doc, None);
         assert!(html.contains("<h1>Harbour closed for a week</h1>"), "not an untitled page: {html}");
         assert_eq!(html.matches("Harbour closed").count(), 2, "in <title> and the one <h1>: {html}");
+    }
+
+    #[test]
+    fn a_reading_page_links_its_original_once_with_or_without_the_bar() {
+        let doc = format!("<html><body><article><h1>Harbour closed</h1><p>{}</p></article></body></html>", PROSE.repeat(4));
+        let url = Some("https://news.example/harbour");
+        // Without the proxy's bar (`pith extract`, `control.choices` off) the header links it.
+        let (html, _) = read(&reader(Output::Html, Algorithm::Pith), &doc, url);
+        assert_eq!(html.matches(">Original page").count(), 1, "{html}");
+        // Under a bar that links the original, the header does not link it again.
+        let mut barred = reader(Output::Html, Algorithm::Pith);
+        barred.bar_original = true;
+        let (html, _) = read(&barred, &doc, url);
+        assert!(!html.contains(">Original page"), "{html}");
     }
 
     #[test]

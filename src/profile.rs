@@ -61,6 +61,10 @@ pub struct Profile {
     /// content links to ([`crate::extract::unsure`]): set per request by the proxy (a signed
     /// one-shot link, as the bar's), `None` everywhere else.
     pub declutter_link: Option<String>,
+    /// The bar the proxy puts atop this page links to the original: a reading page then drops
+    /// its own link to it (one link, not two). Set per request by the proxy, `false` everywhere
+    /// else, so a reading page without the bar (`pith extract`, `control.choices` off) keeps it.
+    pub bar_original: bool,
     pass: bool,
 }
 
@@ -102,7 +106,7 @@ pub struct Stage2 {
 impl Profile {
     /// A named profile without stage 2.
     pub fn new(name: &str, rules: Arc<RuleSet>, output: Output) -> Profile {
-        Profile { name: name.to_string(), rules, output, stage2: None, reader: None, bar: true, adapt: None, declutter_link: None, pass: false }
+        Profile { name: name.to_string(), rules, output, stage2: None, reader: None, bar: true, adapt: None, declutter_link: None, bar_original: false, pass: false }
     }
 
     /// The profile in reading mode, as `reader` says.
@@ -119,18 +123,12 @@ impl Profile {
 
     /// The built-in `pass` profile: responses are forwarded untouched.
     pub fn pass() -> Profile {
-        Profile { name: "pass".to_string(), rules: Arc::new(RuleSet::empty()), output: Output::Html, stage2: None, reader: None, bar: false, adapt: None, declutter_link: None, pass: true }
+        Profile { name: "pass".to_string(), rules: Arc::new(RuleSet::empty()), output: Output::Html, stage2: None, reader: None, bar: false, adapt: None, declutter_link: None, bar_original: false, pass: true }
     }
 
     /// The profile with `adapt` as its last pass; an identity pass is none.
     pub fn with_adapt(mut self, adapt: Adapt) -> Profile {
         self.adapt = (!adapt.is_identity()).then(|| Arc::new(adapt));
-        self
-    }
-
-    /// The profile with `link` as the de-cluttered page an unsure reading page links to.
-    pub fn with_declutter_link(mut self, link: String) -> Profile {
-        self.declutter_link = Some(link);
         self
     }
 

@@ -160,8 +160,14 @@ pub async fn respond_outcome(state: &State, ex: &Exchange<'_>, resp: Response<In
 pub async fn rewrite(state: &State, ex: &Exchange<'_>, headers: &mut HeaderMap, decoded: Vec<u8>, bar: Option<String>) -> Result<Vec<u8>, ProxyError> {
     let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
     let coding = codec::choose_encoding(ex.accept_encoding.as_ref().and_then(|v| v.to_str().ok()));
-    // A reading page unsure of its content links to the page de-cluttered, as the bar does.
-    let linked = bar.as_ref().and_then(|_| crate::net::own::control::declutter_link(&state.control, &state.config.control, ex.profile, ex.url)).map(|link| ex.profile.clone().with_declutter_link(link));
+    // A reading page under the bar: unsure of its content, it links to the page de-cluttered,
+    // as the bar does; and it drops its own link to the original when the bar has one.
+    let linked = bar.as_ref().filter(|_| ex.profile.reader.is_some()).map(|_| {
+        let mut profile = ex.profile.clone();
+        profile.declutter_link = crate::net::own::control::declutter_link(&state.control, &state.config.control, ex.profile, ex.url);
+        profile.bar_original = state.config.control.offered("pass").is_some();
+        profile
+    });
     let (page, body) = transform(linked.as_ref().unwrap_or(ex.profile), decoded, content_type, coding, (ex.host, ex.url), bar).await?;
     rewrite_headers(headers, &page, coding, body.len(), ex.profile, state);
     Ok(body)
