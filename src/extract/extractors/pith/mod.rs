@@ -150,6 +150,10 @@ pub enum Choice {
     /// thread): its content region was kept whole, without the regions never content
     /// ([`region`]).
     Region,
+    /// The page is a listing: runs of repeated cards (a shop's products, a list of jobs,
+    /// courses or stories) hold most of its content region, which was kept whole
+    /// ([`region::cards`]). The cards' titles are links, and stay.
+    Listing,
 }
 
 impl Choice {
@@ -162,6 +166,7 @@ impl Choice {
             Choice::Doubt => "fallback:prose-elsewhere",
             Choice::Nothing => "whole-page",
             Choice::Region => "region",
+            Choice::Listing => "listing",
         }
     }
 }
@@ -212,9 +217,12 @@ pub fn assess(tree: &Tree, params: &Params) -> Assessment {
         };
     };
     let non_link = plan.chars.saturating_sub(plan.link_chars);
-    let clear = non_link >= params.min_content_chars
-        && plan.link_chars * 2 < plan.chars
-        && plan.choice != Choice::Doubt;
+    let clear = match plan.choice {
+        // A listing's items are links: their text counts.
+        Choice::Listing => plan.chars >= params.min_content_chars,
+        Choice::Doubt => false,
+        _ => non_link >= params.min_content_chars && plan.link_chars * 2 < plan.chars,
+    };
     Assessment {
         confidence: if clear {
             Confidence::Clear
@@ -271,7 +279,11 @@ fn plan_once(tree: &Tree, title: &Title, strip: bool, params: &Params) -> Option
         drop: region.drop,
         chars: region.chars,
         link_chars: region.link_chars,
-        choice: Choice::Region,
+        choice: if region.listing {
+            Choice::Listing
+        } else {
+            Choice::Region
+        },
     })
 }
 
@@ -690,7 +702,7 @@ mod tests {
             links(8)
         );
         let (text, choice) = extracted_with(&html);
-        assert_eq!(choice, Choice::Region, "{text}");
+        assert_eq!(choice, Choice::Listing, "{text}");
         assert!(
             text.contains(PROSE) && text.contains("Course 0:") && text.contains("Course 11:"),
             "{text}"
@@ -700,6 +712,49 @@ mod tests {
             !text.contains("teaser") && !text.contains("Sort by") && !text.contains("rights"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_listing_of_linked_cards_is_read_whole_links_and_all() {
+        // Every card is its links (a job board): the region is mostly link text, which a
+        // region of prose may not be; the run of cards makes it a listing.
+        let card = |i: usize| {
+            format!(
+                "<li class=job><a href=/j{i}><h4>Senior engineer {i}</h4><span>Remote, full time</span>\
+                 <span>$90,000 - $120,000</span></a></li>"
+            )
+        };
+        let cards: String = (0..10).map(card).collect();
+        let html = format!(
+            "<body><nav><ul>{}</ul></nav><main><h1>Remote jobs</h1><p>Latest posts.</p>\
+             <ul class=jobs>{cards}</ul></main><footer>{LEGAL}</footer></body>",
+            links(8)
+        );
+        let (text, choice) = extracted_with(&html);
+        assert_eq!(choice, Choice::Listing, "{text}");
+        assert!(
+            text.contains("Senior engineer 0") && text.contains("Senior engineer 9"),
+            "{text}"
+        );
+        assert!(text.contains("$90,000"), "{text}");
+        assert!(
+            !text.contains("teaser") && !text.contains("rights"),
+            "{text}"
+        );
+        let verdict = assess(&Tree::parse(&html), &Params::default());
+        assert_eq!(verdict.confidence, Confidence::Clear, "{verdict:?}");
+    }
+
+    #[test]
+    fn paragraphs_are_not_cards() {
+        // Sibling paragraphs share a form too: an article is not a listing.
+        let html = format!(
+            "<body><main><div id=story>{}</div><ul>{}</ul></main></body>",
+            format!("<p>{PROSE}</p>").repeat(6),
+            links(4)
+        );
+        let (text, choice) = extracted_with(&html);
+        assert_eq!(choice, Choice::Article, "{text}");
     }
 
     #[test]
