@@ -528,7 +528,7 @@ fn reading_page(
     }
     let site = host.as_deref().zip(stage2).and_then(|(host, s)| s.sites.for_host(host));
     let algorithm = site.and_then(|s| s.algorithm).unwrap_or(reader.algorithm);
-    let job = Extraction { algorithm, reader, stage2, host: host.as_deref(), page_url };
+    let job = Extraction { algorithm, reader, stage2, host: host.as_deref(), page_url, kind };
     let (mut removal, mut choice) = job.run(&mut tree, reader.learn);
     let original = page_url.or(meta.canonical.as_deref());
     // From the page itself: a hidden copy has no <base> of its own.
@@ -594,6 +594,8 @@ struct Extraction<'a> {
     stage2: Option<&'a Stage2>,
     host: Option<&'a str>,
     page_url: Option<&'a str>,
+    /// The page's kind, for the extractors that read by kind (`pith`).
+    kind: Kind,
 }
 
 impl Extraction<'_> {
@@ -607,7 +609,7 @@ impl Extraction<'_> {
         if let (Algorithm::SiteRedundancy, true, Some(host)) = (self.algorithm, learn, self.host) {
             self.reader.memory.learn(host, tree);
         }
-        (None, self.algorithm.run(tree, Some(&self.reader.memory), self.host))
+        (None, self.algorithm.run_as(tree, Some(&self.reader.memory), self.host, Some(self.kind)))
     }
 }
 
