@@ -197,6 +197,19 @@ pub fn judge(tree: &Tree, algorithm: Algorithm) -> Option<NoMainContent> {
     (text < MIN_CONTENT_CHARS || link_share > MAX_LINK_SHARE).then_some(verdict)
 }
 
+/// [`judge`] for a listing ([`Choice::Listing`]): its items' titles are links, so all its
+/// text counts and the link share does not.
+fn judge_listing(tree: &Tree, algorithm: Algorithm) -> Option<NoMainContent> {
+    let body = tree.body()?;
+    let kept = kept_stats_of(tree, body);
+    let link_share = match kept.text_chars {
+        0 => 0.0,
+        all => f64::from(kept.link_text_chars) / f64::from(all),
+    };
+    let verdict = NoMainContent { algorithm, non_link_chars: non_link_chars(&kept), link_share, doubt: false };
+    (kept.text_chars < MIN_CONTENT_CHARS).then_some(verdict)
+}
+
 /// Why a document could not be transformed.
 #[derive(Debug, thiserror::Error)]
 pub enum PipelineError {
@@ -380,14 +393,18 @@ fn reading_page(
     }
     let site = host.as_deref().zip(stage2).and_then(|(host, s)| s.sites.for_host(host));
     let algorithm = site.and_then(|s| s.algorithm).unwrap_or(reader.algorithm);
-    let job = Extraction { algorithm, reader, stage2, host: host.as_deref(), page_url };
+    let job = Extraction { algorithm, reader, stage2, host: host.as_deref(), page_url, kind };
     let (mut removal, mut choice) = job.run(&mut tree, reader.learn);
     let original = page_url.or(meta.canonical.as_deref());
     // From the page itself: a hidden copy has no <base> of its own.
     let base = if output == Output::Html { document_base(&tree, original) } else { None };
     let doubt = (choice == Some(Choice::Doubt))
         .then_some(NoMainContent { algorithm, non_link_chars: 0, link_share: 0.0, doubt: true });
-    let mut fallback = doubt.or_else(|| judge(&tree, algorithm));
+    let mut fallback = doubt.or_else(|| match choice {
+        // A listing's items are links: judged by all its text.
+        Some(Choice::Listing) => judge_listing(&tree, algorithm),
+        _ => judge(&tree, algorithm),
+    });
     let mut hidden = None;
     if let Some(copy) = from_hidden(&tree, &source, &job) {
         (tree, removal, choice, hidden, fallback) = (copy.tree, copy.removal, copy.choice, Some(copy.source), None);
@@ -450,6 +467,8 @@ struct Extraction<'a> {
     stage2: Option<&'a Stage2>,
     host: Option<&'a str>,
     page_url: Option<&'a str>,
+    /// The page's kind, for the extractors that read by kind (`pith`).
+    kind: Kind,
 }
 
 impl Extraction<'_> {
@@ -463,7 +482,7 @@ impl Extraction<'_> {
         if let (Algorithm::SiteRedundancy, true, Some(host)) = (self.algorithm, learn, self.host) {
             self.reader.memory.learn(host, tree);
         }
-        (None, self.algorithm.run(tree, Some(&self.reader.memory), self.host))
+        (None, self.algorithm.run_as(tree, Some(&self.reader.memory), self.host, Some(self.kind)))
     }
 }
 

@@ -93,6 +93,17 @@ impl Algorithm {
         memory: Option<&SiteMemory>,
         host: Option<&str>,
     ) -> Option<pith::Choice> {
+        self.run_as(tree, memory, host, None)
+    }
+
+    /// [`Algorithm::run`] on a page whose kind is known (`pith` reads each kind its way).
+    pub fn run_as(
+        self,
+        tree: &mut Tree,
+        memory: Option<&SiteMemory>,
+        host: Option<&str>,
+        kind: Option<crate::extract::kind::Kind>,
+    ) -> Option<pith::Choice> {
         match self {
             Algorithm::Crunch => {}
             Algorithm::Distribution => distribution::extract(tree, &Default::default()),
@@ -106,7 +117,13 @@ impl Algorithm {
             Algorithm::SiteRedundancy => {
                 site_redundancy::extract(tree, memory, host, &Default::default())
             }
-            Algorithm::Pith => return Some(pith::extract(tree, &Default::default())),
+            Algorithm::Pith => {
+                let params = pith::Params {
+                    kind,
+                    ..Default::default()
+                };
+                return Some(pith::extract(tree, &params));
+            }
         }
         None
     }

@@ -39,6 +39,8 @@ impl Hints {
     pub const META: u8 = 32;
     /// Captions and image credits: the picture's, not the article's text.
     pub const CAPTION: u8 = 64;
+    /// Comments and replies: on a forum's thread, the posts themselves.
+    pub const THREAD: u8 = 128;
 
     /// Whether any of `bits` is set.
     pub fn has(self, bits: u8) -> bool {
@@ -170,6 +172,7 @@ impl Names {
                     "content" => Hints::POSITIVE,
                     "maybe" => Hints::MAYBE,
                     "caption" => Hints::CAPTION,
+                    "thread" => Hints::THREAD,
                     _ => return Err(bad("unknown kind")),
                 };
             }
@@ -237,6 +240,7 @@ mod tests {
     const S: u8 = Hints::SHARE;
     const X: u8 = Hints::META;
     const C: u8 = Hints::CAPTION;
+    const T: u8 = Hints::THREAD;
 
     #[test]
     fn english_words_and_stems_carry_their_kinds() {
@@ -249,7 +253,8 @@ mod tests {
             (b"share", N | U | S),
             (b"byline", N | X),
             (b"figcaption", N | C),
-            (b"commentlist", N | U),
+            (b"commentlist", N | U | T),
+            (b"replies", N | U | T),
             (b"relatedposts", N | U),
             (b"sharebar", N | U | S),
             (b"advertorial", N),

@@ -39,7 +39,11 @@
 //!    `<body>`, without the regions never content and the chrome without prose). A chosen
 //!    block holding less than [`Params::region_share`] of the region's text was one card of a
 //!    listing, one section of a service page, one post of a thread: the region is the content
-//!    ([`Choice::Region`]). A choice in doubt stands.
+//!    ([`Choice::Region`]). A choice in doubt stands. A region mostly of repeated cards is a
+//!    listing, read whole with its linked titles ([`Choice::Listing`]). When the page's kind
+//!    is known ([`Params::kind`], at [`KIND_CONFIDENCE`] or more), the share depends on it
+//!    (a service page's sections, a product's details), and on a forum the posts named
+//!    comments or replies are demoted by those names, not ruled out.
 //! 6. **Assessment** ([`assess`]): how sure the choice is. A page whose best block holds little
 //!    prose (a home page, a link portal, search results) is [`Confidence::Unclear`], and the
 //!    reading page should fall back to the declutter output and say so.
@@ -73,6 +77,7 @@ mod review;
 mod score;
 
 use crate::dom::{NodeId, Tree};
+use crate::extract::kind::{Kind, PageKind};
 
 use crate::extract::keep_only;
 use anchor::Title;
@@ -95,6 +100,9 @@ pub struct Params {
     /// to 0.937, at a cost of 0.003 on scrapinghub and readability; 0.5 cost those 0.007 and
     /// 0.010, 0.7 twice that (docs/extraction.md).
     pub region_share: f32,
+    /// The page's kind ([`crate::extract::kind::classify`]), when known: a forum's posts are
+    /// its content, whatever their names say; the other kinds set the region's share.
+    pub kind: Option<Kind>,
 }
 
 impl Default for Params {
@@ -103,6 +111,7 @@ impl Default for Params {
             min_chars: 250,
             min_content_chars: 250,
             region_share: 0.3,
+            kind: None,
         }
     }
 }
@@ -150,6 +159,10 @@ pub enum Choice {
     /// thread): its content region was kept whole, without the regions never content
     /// ([`region`]).
     Region,
+    /// The page is a listing: runs of repeated cards (a shop's products, a list of jobs,
+    /// courses or stories) hold most of its content region, which was kept whole
+    /// ([`region::cards`]). The cards' titles are links, and stay.
+    Listing,
 }
 
 impl Choice {
@@ -162,6 +175,7 @@ impl Choice {
             Choice::Doubt => "fallback:prose-elsewhere",
             Choice::Nothing => "whole-page",
             Choice::Region => "region",
+            Choice::Listing => "listing",
         }
     }
 }
@@ -212,9 +226,12 @@ pub fn assess(tree: &Tree, params: &Params) -> Assessment {
         };
     };
     let non_link = plan.chars.saturating_sub(plan.link_chars);
-    let clear = non_link >= params.min_content_chars
-        && plan.link_chars * 2 < plan.chars
-        && plan.choice != Choice::Doubt;
+    let clear = match plan.choice {
+        // A listing's items are links: their text counts.
+        Choice::Listing => plan.chars >= params.min_content_chars,
+        Choice::Doubt => false,
+        _ => non_link >= params.min_content_chars && plan.link_chars * 2 < plan.chars,
+    };
     Assessment {
         confidence: if clear {
             Confidence::Clear
@@ -250,7 +267,12 @@ fn plan(tree: &Tree, params: &Params) -> Option<Plan> {
 }
 
 fn plan_once(tree: &Tree, title: &Title, strip: bool, params: &Params) -> Option<Plan> {
-    let analysis = Analysis::of(tree, title, strip);
+    let kind = params
+        .kind
+        .filter(|k| k.confidence >= KIND_CONFIDENCE)
+        .map(|k| k.kind);
+    let thread = kind == Some(PageKind::Forum);
+    let analysis = Analysis::of(tree, title, strip, thread);
     let narrow = plan_block(tree, &analysis, title);
     if !strip {
         return narrow;
@@ -263,7 +285,7 @@ fn plan_once(tree: &Tree, title: &Title, strip: bool, params: &Params) -> Option
         return narrow;
     }
     let block_chars = narrow.as_ref().map_or(0, |p| p.chars);
-    if block_chars as f32 >= params.region_share * region.chars as f32 {
+    if block_chars as f32 >= region_share(kind, params) * region.chars as f32 {
         return narrow;
     }
     Some(Plan {
@@ -271,8 +293,32 @@ fn plan_once(tree: &Tree, title: &Title, strip: bool, params: &Params) -> Option
         drop: region.drop,
         chars: region.chars,
         link_chars: region.link_chars,
-        choice: Choice::Region,
+        choice: if region.listing {
+            Choice::Listing
+        } else {
+            Choice::Region
+        },
     })
+}
+
+/// The least confidence of the page's kind ([`Params::kind`]) that lets it change how the page
+/// is read. 0.5: at the classifier's own bar (0.25), blog posts taken for forums lost their
+/// article to their comment threads (readability 0.968 → 0.961, docs/extraction.md); at 0.5
+/// the article sets are unchanged.
+pub const KIND_CONFIDENCE: f32 = 0.5;
+
+/// The share of the content region below which the chosen block gives way to the region
+/// ([`Params::region_share`]), by kind: a service page is many sections (0.7), a product page
+/// its description, specifications and details apart (0.6), a listing or a collection its
+/// items (0.6), documentation its sections (0.5); an article, a forum and a page of unknown
+/// kind keep [`Params::region_share`]. Each chosen on the three sets (docs/extraction.md).
+fn region_share(kind: Option<PageKind>, params: &Params) -> f32 {
+    match kind {
+        Some(PageKind::Service) => 0.7,
+        Some(PageKind::Product | PageKind::Listing | PageKind::Collection) => 0.6,
+        Some(PageKind::Documentation) => 0.5,
+        _ => params.region_share,
+    }
 }
 
 /// The best-scoring block, expanded, reviewed and cleaned.
@@ -690,7 +736,7 @@ mod tests {
             links(8)
         );
         let (text, choice) = extracted_with(&html);
-        assert_eq!(choice, Choice::Region, "{text}");
+        assert_eq!(choice, Choice::Listing, "{text}");
         assert!(
             text.contains(PROSE) && text.contains("Course 0:") && text.contains("Course 11:"),
             "{text}"
@@ -700,6 +746,112 @@ mod tests {
             !text.contains("teaser") && !text.contains("Sort by") && !text.contains("rights"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_listing_of_linked_cards_is_read_whole_links_and_all() {
+        // Every card is its links (a job board): the region is mostly link text, which a
+        // region of prose may not be; the run of cards makes it a listing.
+        let card = |i: usize| {
+            format!(
+                "<li class=job><a href=/j{i}><h4>Senior engineer {i}</h4><span>Remote, full time</span>\
+                 <span>$90,000 - $120,000</span></a></li>"
+            )
+        };
+        let cards: String = (0..10).map(card).collect();
+        let html = format!(
+            "<body><nav><ul>{}</ul></nav><main><h1>Remote jobs</h1><p>Latest posts.</p>\
+             <ul class=jobs>{cards}</ul></main><footer>{LEGAL}</footer></body>",
+            links(8)
+        );
+        let (text, choice) = extracted_with(&html);
+        assert_eq!(choice, Choice::Listing, "{text}");
+        assert!(
+            text.contains("Senior engineer 0") && text.contains("Senior engineer 9"),
+            "{text}"
+        );
+        assert!(text.contains("$90,000"), "{text}");
+        assert!(
+            !text.contains("teaser") && !text.contains("rights"),
+            "{text}"
+        );
+        let verdict = assess(&Tree::parse(&html), &Params::default());
+        assert_eq!(verdict.confidence, Confidence::Clear, "{verdict:?}");
+    }
+
+    fn extracted_as(html: &str, kind: PageKind) -> (String, Choice) {
+        let mut tree = Tree::parse(html);
+        let params = Params {
+            kind: Some(Kind {
+                kind,
+                confidence: 0.9,
+                items: 0,
+            }),
+            ..Params::default()
+        };
+        let choice = extract(&mut tree, &params);
+        (render(&tree), choice)
+    }
+
+    #[test]
+    fn a_threads_posts_named_comments_are_read_on_a_forum() {
+        let post = |who: &str| {
+            format!(
+                "<div class='comment post'><span>{who}</span><span>June 14, 2024</span>\
+                 <div class=comment-body><p>{who} writes: {PROSE}</p></div></div>"
+            )
+        };
+        let html = format!(
+            "<body><div class=popover><p>Install this forum as an app on your home screen, \
+             with push notifications, badges and more, in three taps.</p></div>\
+             <main><h1>First telescope?</h1><div class=comments>{}{}{}</div></main></body>",
+            post("Ann"),
+            post("Bob"),
+            post("Cy")
+        );
+        let (text, choice) = extracted_as(&html, PageKind::Forum);
+        assert!(
+            text.contains("Ann writes") && text.contains("Cy writes"),
+            "{choice:?} {text}"
+        );
+        assert!(!text.contains("Install this forum"), "{choice:?} {text}");
+        // On an article, or a page of unknown kind, comments stay beside the content.
+        let (text, _) = extracted_as(&html, PageKind::Article);
+        assert!(!text.contains("Bob writes"), "{text}");
+        assert!(!extracted(&html).contains("Bob writes"));
+    }
+
+    #[test]
+    fn a_service_pages_sections_are_read_together() {
+        let feature = |i: usize| format!("<li>Feature {i}: fast, safe and simple to use</li>");
+        let features: String = (0..5).map(feature).collect();
+        let html = format!(
+            "<body><main><section><h2>What we do</h2><p>{PROSE}</p><p>{PROSE}</p><p>{PROSE}</p></section>\
+             <section><h2>Features</h2><ul>{features}</ul></section>\
+             <section><h2>Pricing</h2><ul>{features}</ul></section>\
+             <section><h2>Questions</h2><ul>{features}</ul></section></main></body>"
+        );
+        let (text, choice) = extracted_as(&html, PageKind::Service);
+        assert_eq!(choice, Choice::Region, "{text}");
+        assert!(
+            text.contains("Pricing") && text.contains("Feature 4"),
+            "{text}"
+        );
+        let (text, choice) = extracted_as(&html, PageKind::Article);
+        assert_eq!(choice, Choice::Article, "{text}");
+        assert!(!text.contains("Feature 4"), "{text}");
+    }
+
+    #[test]
+    fn paragraphs_are_not_cards() {
+        // Sibling paragraphs share a form too: an article is not a listing.
+        let html = format!(
+            "<body><main><div id=story>{}</div><ul>{}</ul></main></body>",
+            format!("<p>{PROSE}</p>").repeat(6),
+            links(4)
+        );
+        let (text, choice) = extracted_with(&html);
+        assert_eq!(choice, Choice::Article, "{text}");
     }
 
     #[test]

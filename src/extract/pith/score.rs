@@ -54,6 +54,9 @@ pub struct Analysis {
     /// The `<article>` the page states is its story: the [`anchor`](Analysis::anchor), else
     /// the page's only `<article>` with text (when stripping).
     pub stated: Option<NodeId>,
+    /// The page is a thread of posts (a forum): names of comments and replies are the
+    /// content's, not a region beside it.
+    pub thread: bool,
 }
 
 /// The text of a block outside its nested blocks.
@@ -79,7 +82,7 @@ pub const MIN_REPEATS: usize = 3;
 
 impl Analysis {
     /// Analyses the page; `strip` marks the unlikely regions (see [`Hints::is_unlikely`]).
-    pub fn of(tree: &Tree, title: &Title, strip: bool) -> Analysis {
+    pub fn of(tree: &Tree, title: &Title, strip: bool, thread: bool) -> Analysis {
         let n = tree.len();
         let mut a = Analysis {
             hints: vec![Hints::default(); n],
@@ -94,6 +97,7 @@ impl Analysis {
             anchor: anchor::find(tree, title),
             protected: Vec::new(),
             stated: None,
+            thread,
         };
         if strip {
             let (marks, only_article) = protected(tree, a.anchor);
@@ -133,6 +137,13 @@ impl Analysis {
                     self.unlikely[i] = self.unlikely[parent] || {
                         let h = hints::of(tree, id);
                         self.hints[i] = h;
+                        // On a thread, a post named a comment or a reply is a post: its names
+                        // demote it (the weight stays), they do not rule it out.
+                        let h = if self.thread && h.has(Hints::THREAD) {
+                            Hints::default()
+                        } else {
+                            h
+                        };
                         let named = strip && !self.protected[i] && is_unlikely(tree, id, e, h);
                         // Hidden from assistive technology, whatever the names: the page's
                         // own markup, and what a screen reader would not read either.
