@@ -245,7 +245,7 @@ impl Tally {
         counter("pith_client_bytes_total", "counter", "Body bytes sent to clients.", self.client_bytes.load(Ordering::Relaxed));
         counter("pith_connections_open", "gauge", "Client connections open now (one whose tunnel is open included).", open as u64);
         counter("pith_tunnels_open", "gauge", "CONNECT tunnels open now, blind or intercepted.", self.tunnels.load(Ordering::Relaxed) as u64);
-        counter("pith_reader_unsure_total", "counter", "Reading pages served saying reading mode may have left part of the page out (every proxy of this process).", unsure_pages().load(Ordering::Relaxed));
+        counter("pith_reader_unsure_total", "counter", "Reading pages served saying reading mode is not sure it kept the right part of the page (every proxy of this process).", unsure_pages().load(Ordering::Relaxed));
         self.latency.render(&mut out, "pith_request_seconds", "Time from a request's arrival to the end of its response body.");
         rewrite_time().render(&mut out, "pith_rewrite_seconds", "Time the pipeline took to rewrite a page (every proxy of this process).");
         out
