@@ -119,7 +119,8 @@ def calibrate(all_rows):
     print("|---|---|---|---|")
     for name, rows in all_rows.items():
         print(f"| {name} | {fmt(*rates(rows, notice, served))} | {fmt(*rates(rows, notice))} | {fmt(*rates(rows, told))} |")
-    print("\nthresholds, reading pages only: unsure if kept_prose / page_prose < S and page_prose >= P")
+    print("\nthe share rule alone (the shipped flag adds: a product or collection kept >= 2500 prose chars),")
+    print("reading pages only: unsure if kept_prose / page_prose < S and page_prose >= P")
     print("| S | P | " + " | ".join(all_rows) + " |")
     print("|" + "---|" * (2 + len(all_rows)))
     for s in (0.2, 0.3, 0.4, 0.5):
