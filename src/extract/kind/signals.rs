@@ -187,8 +187,10 @@ fn text_marks(
         m |= mark::DATE;
     }
     line.clear();
-    line.extend(trimmed.chars().flat_map(char::to_lowercase));
-    if words.is_price(line) {
+    if trimmed.bytes().any(|b| b.is_ascii_digit()) {
+        line.extend(trimmed.chars().flat_map(char::to_lowercase));
+    }
+    if !line.is_empty() && words.is_price(line) {
         s.prices += 1;
         m |= mark::PRICE;
     }
