@@ -254,7 +254,7 @@ fn scores(s: &Signals) -> [f32; 7] {
     if s.cards.count >= 3 && !priced_cards {
         *l += 3.5 * cards + (s.cards.count as f32 * 0.05).min(2.0);
     }
-    if d.list > 0 && d.product == 0 || d.collection > 0 && d.product == 0 {
+    if (d.list > 0 || d.collection > 0) && d.product == 0 {
         *l += 1.5;
     }
     if s.path & group::LISTING != 0 {
