@@ -25,7 +25,8 @@ use html5ever::tokenizer::{
 use pith::config::Config;
 use pith::dom::Tree;
 use pith::html::{stage1, RuleSet};
-use pith::pipeline::{self, Output};
+use pith::pipeline;
+use pith::profile::Output;
 
 struct Drop;
 

@@ -10,8 +10,10 @@ the text, which is the `--format text` output), then scores each page's text wit
 
 - wcxb: the confusion matrix of the kind against the benchmark's own page type, and accuracy;
 - per set: how many pages are flagged unsure among those scoring F1 < 0.3 (the target: at
-  least half) and among those scoring F1 > 0.8 (at most 5%), for the shipped flag and for a
-  grid of thresholds on the flag's inputs (`kept_prose / page_prose`, the kind's confidence).
+  least half) and among those scoring F1 > 0.8 (at most 5%): for the shipped flag, counted on
+  the reading pages alone, on all pages, and with the declutter fallback's own note counted
+  as flagged; then for a grid of thresholds on the flag's inputs (`kept_prose / page_prose`,
+  `page_prose`) on the reading pages.
 
 Environment: BENCH (../shared/bench), WCXB_HTML (/tmp/pith-wcxb-html, unpacked as
 scripts/score-sets.sh does).
@@ -84,9 +86,14 @@ def confusion(rows):
     print("| precision | " + " | ".join(f"{matrix[k][k] / found[k]:.2f}" if found[k] else "-" for k in KINDS) + " | |")
 
 
-def rates(rows, flag):
-    low = [r for r in rows.values() if r[2] < LOW]
-    high = [r for r in rows.values() if r[2] > HIGH]
+def served(page):
+    """Reading mode served a reading page (not the declutter page as its fallback)."""
+    return not (page.get("reader") or "fallback").startswith("fallback")
+
+
+def rates(rows, flag, keep=lambda page: True):
+    low = [r for r in rows.values() if r[2] < LOW and keep(r[1])]
+    high = [r for r in rows.values() if r[2] > HIGH and keep(r[1])]
     lf = sum(1 for r in low if flag(r[1]))
     hf = sum(1 for r in high if flag(r[1]))
     return lf, len(low), hf, len(high)
@@ -95,7 +102,7 @@ def rates(rows, flag):
 def fmt(lf, ln, hf, hn):
     a = lf / ln if ln else 0.0
     b = hf / hn if hn else 0.0
-    ok = "ok" if a >= 0.5 and b <= 0.05 else "  "
+    ok = "ok" if (a >= 0.5 or not ln) and b <= 0.05 else "--"
     return f"{lf}/{ln} = {a:.2f}, {hf}/{hn} = {b:.3f} {ok}"
 
 
@@ -105,20 +112,23 @@ def share(page):
 
 
 def calibrate(all_rows):
-    print("\nunsure, shipped flag (F1 < 0.3 flagged; F1 > 0.8 flagged):")
+    notice = lambda p: bool(p.get("unsure"))  # noqa: E731
+    told = lambda p: bool(p.get("unsure")) or not served(p)  # noqa: E731
+    print("\nunsure (pages F1 < 0.3 flagged; pages F1 > 0.8 flagged), three ways of counting:")
+    print("| set | reading pages only: notice | all pages: notice | all pages: notice or fallback note |")
+    print("|---|---|---|---|")
     for name, rows in all_rows.items():
-        print(f"  {name}: {fmt(*rates(rows, lambda p: bool(p.get('unsure'))))}")
-    print("\nunsure if kept_prose / page_prose < S (page_prose >= P) or kind confidence < C:")
-    header = "| S | P | C | " + " | ".join(all_rows) + " |"
-    print(header)
-    print("|" + "---|" * (3 + len(all_rows)))
+        print(f"| {name} | {fmt(*rates(rows, notice, served))} | {fmt(*rates(rows, notice))} | {fmt(*rates(rows, told))} |")
+    print("\nthe share rule alone (the shipped flag adds: a product or collection kept >= 2500 prose chars),")
+    print("reading pages only: unsure if kept_prose / page_prose < S and page_prose >= P")
+    print("| S | P | " + " | ".join(all_rows) + " |")
+    print("|" + "---|" * (2 + len(all_rows)))
     for s in (0.2, 0.3, 0.4, 0.5):
         for p in (300, 600, 1000):
-            for c in (0.0, 0.1, 0.2):
-                def flag(page, s=s, p=p, c=c):
-                    return ((page.get("page_prose") or 0) >= p and share(page) < s) or (page.get("confidence") or 1.0) < c
-                cells = " | ".join(fmt(*rates(rows, flag)) for rows in all_rows.values())
-                print(f"| {s} | {p} | {c} | {cells} |")
+            def flag(page, s=s, p=p):
+                return (page.get("page_prose") or 0) >= p and share(page) < s
+            cells = " | ".join(fmt(*rates(rows, flag, served)) for rows in all_rows.values())
+            print(f"| {s} | {p} | {cells} |")
 
 
 def main():

@@ -157,7 +157,7 @@ enum Format {
     /// One JSON object per page (one line each on standard output, NAME.json with
     /// `--out-dir`): `file`, `type` (the kind of page: article, documentation, service, forum,
     /// collection, listing, product), `confidence` (0 to 1), `items`, `title`, `language`,
-    /// `unsure` (the reading page says it may have left part of the page out), `reader` (how
+    /// `unsure` (the reading page says it is not sure it kept the right part of the page), `reader` (how
     /// reading mode chose, as in `x-pith`), `page_prose` and `kept_prose` (what `unsure` is
     /// decided from), `signals` (what the type is decided from), and `text`, the `text` form.
     /// All but `file` and `text` are null without reading mode.

@@ -385,7 +385,7 @@ fn reading_page(
     // Before `prepare` strips the scripts: the kind reads the page's JSON-LD.
     let (kind, signals) = kind::classify_with_signals(&tree, page_url);
     let (mut meta, host) = prepare(&mut tree, page_url);
-    let mut evidence = Evidence { page_prose: unsure::body_prose(&tree), kept_prose: 0, kind_confidence: kind.confidence };
+    let mut evidence = Evidence { page_prose: unsure::body_prose(&tree), kept_prose: 0, kind_confidence: kind.confidence, kind: kind.kind };
     if meta.title.is_none() {
         // A page with no title in its metadata is titled by its own headline, which the
         // extractors take out of the content as the title again.

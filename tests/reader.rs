@@ -92,7 +92,7 @@ async fn a_forum_thread_is_named_in_x_pith_and_after_the_headline() {
     let html = resp.text().await.unwrap();
     assert!(html.contains("<h1>Combi boiler clicking every few minutes</h1><p>Forum thread, 5 posts</p>"), "{html}");
     assert!(html.contains("Update: the engineer found"), "the last post is read: {html}");
-    assert!(!html.contains("Reading mode may have left out"), "every post kept, no doubt: {html}");
+    assert!(!html.contains("Reading mode is not sure"), "every post kept, no doubt: {html}");
 }
 
 #[tokio::test]
@@ -105,7 +105,7 @@ async fn a_reading_page_that_kept_one_post_of_five_says_so_links_the_declutter_p
     assert!(resp.headers().get("x-pith-fallback").is_none(), "a reading page, not the fallback");
     let html = resp.text().await.unwrap();
     let encoded: String = url::form_urlencoded::byte_serialize(url.as_bytes()).collect();
-    let note = format!("<p role=\"note\">Reading mode may have left out part of this page. <a href=\"http://pith/once?profile=declutter&amp;url={encoded}&amp;sig=");
+    let note = format!("<p role=\"note\">Reading mode is not sure it kept the right part of this page. <a href=\"http://pith/once?profile=declutter&amp;url={encoded}&amp;sig=");
     let at = html.find(&note).unwrap_or_else(|| panic!("the note with the bar's link, after the headline: {html}"));
     assert!(html[..at].ends_with("</h1><p>Forum thread, 4 posts</p>"), "the kind line, then the note: {html}");
     // The note's link is the bar's own signed link.

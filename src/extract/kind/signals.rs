@@ -74,6 +74,8 @@ pub struct Signals {
     pub nav_tree: bool,
     /// `h2`–`h4` headings.
     pub headings: u32,
+    /// Those of them that hold a link or are inside one: a card's title, not a section's.
+    pub linked_headings: u32,
     /// `<section>`s holding a heading.
     pub sections: u32,
     /// Buy buttons and stock labels.
@@ -185,8 +187,10 @@ fn text_marks(
         m |= mark::DATE;
     }
     line.clear();
-    line.extend(trimmed.chars().flat_map(char::to_lowercase));
-    if words.is_price(line) {
+    if trimmed.bytes().any(|b| b.is_ascii_digit()) {
+        line.extend(trimmed.chars().flat_map(char::to_lowercase));
+    }
+    if !line.is_empty() && words.is_price(line) {
         s.prices += 1;
         m |= mark::PRICE;
     }
@@ -208,6 +212,9 @@ fn element_marks(
             m |= mark::HEADING;
             if matches!(tag, "h2" | "h3" | "h4") && tree.is_shown(id) {
                 s.headings += 1;
+                if tree.stats(id).links > 0 || tree.is_in_link(id) {
+                    s.linked_headings += 1;
+                }
             }
         }
         "time" => m |= mark::DATE,

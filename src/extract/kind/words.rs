@@ -26,6 +26,9 @@ pub(super) mod group {
 /// The parsed file.
 #[derive(Default, Debug)]
 pub(super) struct Words {
+    /// Per first letter, a bit per length a class word or stem could match: most words are
+    /// turned away by one lookup, without hashing (this runs on every class and id).
+    name_filter: [u32; 26],
     names: FxHashMap<Box<[u8]>, u16>,
     name_stems: Vec<(Box<[u8]>, u16)>,
     lines: FxHashMap<String, u16>,
@@ -95,9 +98,13 @@ impl Words {
             {
                 return Err(format!("{word:?} is not lower-case ASCII"));
             }
+            let slot =
+                &mut self.name_filter[usize::from(w.as_bytes()[0].saturating_sub(b'a')).min(25)];
             if stem {
+                *slot |= u32::MAX << w.len().min(31);
                 self.name_stems.push((w.as_bytes().into(), bits));
             } else {
+                *slot |= 1 << w.len().min(31);
                 *self.names.entry(w.as_bytes().into()).or_default() |= bits;
             }
         }
@@ -118,6 +125,12 @@ impl Words {
 
     /// The groups of one lower-case class or id word.
     pub(super) fn name(&self, word: &[u8]) -> u16 {
+        let Some(&first) = word.first().filter(|b| b.is_ascii_lowercase()) else {
+            return 0;
+        };
+        if self.name_filter[usize::from(first - b'a')] & (1 << word.len().min(31)) == 0 {
+            return 0;
+        }
         let mut bits = self.names.get(word).copied().unwrap_or(0);
         for (stem, b) in &self.name_stems {
             if word.len() > stem.len() && word.starts_with(stem) {

@@ -65,7 +65,7 @@ fn tally_text(tally: &Tally) -> String {
     counter("pith_client_bytes_total", "counter", "Body bytes sent to clients.", counts.client_bytes);
     counter("pith_connections_open", "gauge", "Client connections open now (one whose tunnel is open included).", counts.connections_open);
     counter("pith_tunnels_open", "gauge", "CONNECT tunnels open now, blind or intercepted.", counts.tunnels_open);
-    counter("pith_reader_unsure_total", "counter", "Reading pages served saying reading mode may have left part of the page out (every proxy of this process).", observe::unsure_pages().load(std::sync::atomic::Ordering::Relaxed));
+    counter("pith_reader_unsure_total", "counter", "Reading pages served saying reading mode is not sure it kept the right part of the page (every proxy of this process).", observe::unsure_pages().load(std::sync::atomic::Ordering::Relaxed));
     histogram(&mut out, "pith_request_seconds", "Time from a request's arrival to the end of its response body.", counts.latency);
     histogram(&mut out, "pith_rewrite_seconds", "Time the pipeline took to rewrite a page (every proxy of this process).", observe::rewrite_time());
     out

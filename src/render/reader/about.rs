@@ -17,7 +17,7 @@ pub struct About<'a> {
 }
 
 /// The note of an unsure reading page, before its link.
-pub const UNSURE_NOTE: &str = "Reading mode may have left out part of this page.";
+pub const UNSURE_NOTE: &str = "Reading mode is not sure it kept the right part of this page.";
 /// The link after [`UNSURE_NOTE`] (or, without a link, the words).
 pub const UNSURE_LINK: &str = "See the whole page, de-cluttered";
 
@@ -111,7 +111,7 @@ mod tests {
         let out = insert_about(page.clone(), &about);
         assert_eq!(
             out,
-            "<body><header><h1>T</h1><p>Forum thread, 2 posts</p><p role=\"note\">Reading mode may have left out part of this page. \
+            "<body><header><h1>T</h1><p>Forum thread, 2 posts</p><p role=\"note\">Reading mode is not sure it kept the right part of this page. \
              <a href=\"http://pith/once?a=1&amp;b=&quot;2&quot;\">See the whole page, de-cluttered</a>.</p><p>By A</p></header><main></main></body>"
         );
         let sure = insert_about(
