@@ -34,10 +34,13 @@ pub const SHORT_CHARS: u32 = 600;
 /// cookies …" is one; an article quoting a banner further on is not.
 const OPENING_CHARS: usize = 80;
 
-/// The phrases of `filters/leftovers.txt`, folded.
+/// The phrases of `filters/leftovers.txt`, folded, with one automaton over them all: a short
+/// block is read once, however many phrases the list holds.
 #[derive(Debug, Default)]
 pub struct Phrases {
     phrases: Vec<String>,
+    /// Over `phrases`, in their order; `None` for an empty list.
+    searcher: Option<aho_corasick::AhoCorasick>,
 }
 
 static PHRASES: LazyLock<Phrases> = LazyLock::new(|| Phrases::parse(BUILTIN).unwrap_or_default());
@@ -75,17 +78,30 @@ impl Phrases {
                 phrases.push(p.to_string());
             }
         }
-        Ok(Phrases { phrases })
+        let searcher = match phrases.is_empty() {
+            true => None,
+            false => Some(aho_corasick::AhoCorasick::new(&phrases).map_err(|e| format!("the phrases do not build a searcher: {e}"))?),
+        };
+        Ok(Phrases { phrases, searcher })
     }
 
     /// The first phrase `folded` (text folded by [`fold`]) holds, whole words at its ends
     /// (for scripts written without spaces, anywhere).
     pub fn found_in(&self, folded: &str) -> Option<&str> {
-        let padded = format!(" {folded} ");
-        self.phrases
-            .iter()
-            .find(|p| if p.chars().any(unspaced) { folded.contains(p.as_str()) } else { padded.contains(&format!(" {p} ")) })
-            .map(String::as_str)
+        let bytes = folded.as_bytes();
+        let whole = |start: usize, end: usize| (start == 0 || bytes[start - 1] == b' ') && (end == bytes.len() || bytes[end] == b' ');
+        // Overlapping, so that a phrase matched inside a longer word does not hide one that
+        // starts a letter later; the first phrase of the list wins, as the file orders them.
+        self.searcher
+            .as_ref()?
+            .find_overlapping_iter(folded)
+            .filter(|m| {
+                let phrase = &self.phrases[m.pattern().as_usize()];
+                phrase.chars().any(unspaced) || whole(m.start(), m.end())
+            })
+            .map(|m| m.pattern().as_usize())
+            .min()
+            .map(|i| self.phrases[i].as_str())
     }
 }
 
