@@ -29,7 +29,8 @@ use http::uri::Authority;
 use http::{Method, Request, Uri, Version};
 use libfuzzer_sys::fuzz_target;
 use pith::config::{Credentials, ListenerConfig};
-use pith::net::{admit, forward, target};
+use pith::net::accept::{admit, target};
+use pith::net::upstream::forward;
 use pith::profile::Profile;
 
 const USER: &str = "fuzz";
