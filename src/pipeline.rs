@@ -505,18 +505,8 @@ struct HiddenPage {
 /// result is compared ([`hidden::MAX_VISIBLE`]), and the hidden copies are measured by one
 /// search over the bytes first, so most pages are not parsed again.
 fn from_hidden(visible: &Tree, source: &Source<'_>, job: &Extraction<'_>) -> Option<HiddenPage> {
-    let kept = visible.body().map_or(0, |b| non_link_chars(&kept_stats_of(visible, b)));
-    let needed = hidden::bytes_needed(kept, MIN_CONTENT_CHARS)?;
-    if hidden::largest_bytes(source.page) < needed {
-        return None;
-    }
-    for copy in hidden::find(source.page, needed).into_iter().take(MAX_HIDDEN_TRIES) {
-        let Ok((html, _)) = source.rules.rewrite(&copy.html) else { continue };
-        let (mut tree, _) = source.rules.parse(&html);
-        if tree.is_truncated() {
-            continue;
-        }
-        strip_scripts(&mut tree);
+    let (kept, copies) = hidden_copies(visible, source)?;
+    for (mut tree, copy) in copies {
         // A copy that is the article itself (JSON-LD `articleBody`) is taken whole.
         let (removal, choice) = if copy.source.is_article() { (None, Some(Choice::Article)) } else { job.run(&mut tree, false) };
         let got = tree.body().map_or(0, |b| non_link_chars(&kept_stats_of(&tree, b)));
@@ -525,6 +515,29 @@ fn from_hidden(visible: &Tree, source: &Source<'_>, job: &Extraction<'_>) -> Opt
         }
     }
     None
+}
+
+/// The non-link text `visible` keeps, and the page's hidden copies that could hold far more
+/// ([`hidden::bytes_needed`]), largest first, at most [`MAX_HIDDEN_TRIES`], each put through
+/// stage 1 and parsed without scripts (a copy that fails stage 1 or is too deep is skipped);
+/// `None` when no copy is large enough, found by one search over the bytes before any parse.
+/// Shared by reading mode ([`from_hidden`]) and the declutter page ([`script_copy`]).
+fn hidden_copies<'a>(visible: &Tree, source: &'a Source<'_>) -> Option<(u32, impl Iterator<Item = (Tree, hidden::Hidden)> + 'a)> {
+    let kept = visible.body().map_or(0, |b| non_link_chars(&kept_stats_of(visible, b)));
+    let needed = hidden::bytes_needed(kept, MIN_CONTENT_CHARS)?;
+    if hidden::largest_bytes(source.page) < needed {
+        return None;
+    }
+    let copies = hidden::find(source.page, needed).into_iter().take(MAX_HIDDEN_TRIES).filter_map(|copy| {
+        let (html, _) = source.rules.rewrite(&copy.html).ok()?;
+        let (mut tree, _) = source.rules.parse(&html);
+        if tree.is_truncated() {
+            return None;
+        }
+        strip_scripts(&mut tree);
+        Some((tree, copy))
+    });
+    Some((kept, copies))
 }
 
 /// `x-pith-fallback` for a text form asked of a page too deep for the tree ([`ServedForm::TooDeep`]).
@@ -661,18 +674,8 @@ struct ScriptCopy {
 /// visible result is compared ([`hidden::MAX_VISIBLE`]), and the copies are measured by one
 /// search over the bytes first.
 fn script_copy(visible: &Tree, source: &Source<'_>) -> Option<ScriptCopy> {
-    let kept = visible.body().map_or(0, |b| non_link_chars(&kept_stats_of(visible, b)));
-    let needed = hidden::bytes_needed(kept, MIN_CONTENT_CHARS)?;
-    if hidden::largest_bytes(source.page) < needed {
-        return None;
-    }
-    for copy in hidden::find(source.page, needed).into_iter().take(MAX_HIDDEN_TRIES) {
-        let Ok((html, _)) = source.rules.rewrite(&copy.html) else { continue };
-        let (mut tree, _) = source.rules.parse(&html);
-        if tree.is_truncated() {
-            continue;
-        }
-        strip_scripts(&mut tree);
+    let (kept, copies) = hidden_copies(visible, source)?;
+    for (tree, copy) in copies {
         let got = tree.body().map_or(0, |b| non_link_chars(&kept_stats_of(&tree, b)));
         if hidden::is_far_more(got, kept, MIN_CONTENT_CHARS) {
             return Some(ScriptCopy { tree, article: copy.source.is_article() });
